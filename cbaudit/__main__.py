@@ -1,0 +1,5 @@
+"""`python -m cbaudit`."""
+
+from cbaudit.cli.main import main
+
+main()

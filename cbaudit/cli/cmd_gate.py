@@ -1,0 +1,10 @@
+"""CLI command module (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the app."""
+    del app

@@ -1,0 +1,144 @@
+"""The schema registry: JSON Schemas (draft 2020-12) shipped with cbaudit.
+
+Schemas live in the top-level `schemas/` directory of the repository and inside the wheel as
+`cbaudit/_schemas`. Each file is `<name>.schema.json` with `$id` `<BASE><name>.schema.json`, so
+schemas can `$ref` one another by file name.
+
+Validation takes a fast first pass with `jsonschema-rs` when it is installed and asks
+`jsonschema` for detailed, located errors only when something is invalid.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from cbaudit.model import Finding, InputError, Location
+from cbaudit.model.findings import pointer_join
+
+SCHEMA_BASE = "https://cbaudit.invalid/schemas/"
+_SUFFIX = ".schema.json"
+
+Locator = Callable[[str], Location]
+
+
+def schema_root() -> Path:
+    """Where the schemas are: inside an installed wheel, else the source checkout."""
+    here = Path(__file__).resolve().parent.parent
+    packaged = here / "_schemas"
+    if packaged.is_dir():
+        return packaged
+    return here.parent / "schemas"
+
+
+def list_schemas() -> list[str]:
+    """Names of every shipped schema, sorted."""
+    return sorted(p.name[: -len(_SUFFIX)] for p in schema_root().glob(f"*{_SUFFIX}"))
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """The schema called `name` (e.g. `iteration-plan`)."""
+    path = schema_root() / f"{name}{_SUFFIX}"
+    if not path.is_file():
+        known = ", ".join(list_schemas())
+        raise InputError.at("SCHEMA.UNKNOWN", f"no schema named {name!r} (known: {known})")
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return loaded
+
+
+@cache
+def _registry() -> Any:
+    from referencing import Registry, Resource
+
+    resources = []
+    for name in list_schemas():
+        schema = load_schema(name)
+        resources.append(
+            (schema.get("$id", SCHEMA_BASE + name + _SUFFIX), Resource.from_contents(schema))
+        )
+    return Registry().with_resources(resources)
+
+
+@cache
+def _detailed_validator(name: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(load_schema(name), registry=_registry())
+
+
+@cache
+def _fast_validator(name: str) -> Any:
+    try:
+        import jsonschema_rs
+    except ImportError:
+        return None
+    retriever_map = {load_schema(n).get("$id", ""): load_schema(n) for n in list_schemas()}
+
+    def retrieve(uri: str) -> Any:
+        return retriever_map[uri]
+
+    try:
+        return jsonschema_rs.Draft202012Validator(load_schema(name), retriever=retrieve)
+    except Exception:  # an unsupported feature: fall back to the detailed validator
+        return None
+
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def _code_for(keyword: str) -> str:
+    return "SCHEMA." + _CAMEL.sub("_", keyword).upper().replace("$", "")
+
+
+def is_valid(data: Any, name: str) -> bool:
+    """Schema-only yes/no, as fast as the installed validators allow."""
+    fast = _fast_validator(name)
+    if fast is not None:
+        return bool(fast.is_valid(data))
+    return bool(_detailed_validator(name).is_valid(data))
+
+
+def validate(
+    data: Any,
+    name: str,
+    *,
+    file: str | None = None,
+    pointer_prefix: str = "",
+    locate: Locator | None = None,
+) -> list[Finding]:
+    """Located schema findings for `data` against schema `name` (empty when valid).
+
+    Codes are `SCHEMA.<KEYWORD>` (`SCHEMA.REQUIRED`, `SCHEMA.TYPE`, ...). For `required`
+    the pointer names the missing member.
+    """
+    if is_valid(data, name):
+        return []
+    findings: list[Finding] = []
+    errors = sorted(
+        _detailed_validator(name).iter_errors(data),
+        key=lambda e: ([str(p) for p in e.absolute_path], str(e.validator)),
+    )
+    for err in errors:
+        path = list(err.absolute_path)
+        pointer = pointer_join(pointer_prefix, *path)
+        if err.validator == "required" and isinstance(err.validator_value, list):
+            missing = [
+                m
+                for m in err.validator_value
+                if isinstance(err.instance, dict) and m not in err.instance
+            ]
+            target = pointer_join(pointer, missing[0]) if missing else pointer
+            loc = locate(pointer) if locate else Location(file=file, pointer=pointer)
+            loc = Location(file=loc.file, pointer=target, line=loc.line, column=loc.column)
+        else:
+            loc = locate(pointer) if locate else Location(file=file, pointer=pointer)
+        message = err.message
+        if len(message) > 300:
+            message = message[:297] + "..."
+        findings.append(Finding(code=_code_for(str(err.validator)), message=message, location=loc))
+    return findings

@@ -1,0 +1,145 @@
+"""Results: one per check, aggregated into a report that every renderer reads."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from cbaudit import __version__
+from cbaudit.model.findings import EvidenceClass, ExitCode, Finding, Severity
+
+REPORT_SCHEMA_VERSION = 1
+
+
+class CheckStatus(str, Enum):
+    """Outcome of one check."""
+
+    PASSED = "passed"
+    FAILED = "failed"  # the audit found something (exit 1)
+    ERROR = "error"  # the input was unusable (exit 2)
+    NOT_RUN = "not_run"  # could not run here (no GPU, no source); never a pass
+
+
+@dataclass(frozen=True, slots=True)
+class InputDigest:
+    """An input file and the sha256 of its bytes."""
+
+    path: str
+    sha256: str
+
+    @classmethod
+    def of(cls, path: Path, display: str | None = None) -> InputDigest:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        return cls(path=display if display is not None else str(path), sha256=digest)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What one check found about one subject.
+
+    `metrics` holds JSON-ready values (numbers, strings, lists, dicts); `status` is derived
+    from the findings unless set explicitly (`NOT_RUN`, or `ERROR` for unusable input).
+    """
+
+    check: str
+    subject: str
+    findings: tuple[Finding, ...] = ()
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    evidence_class: EvidenceClass = EvidenceClass.DERIVED
+    status: CheckStatus | None = None
+    reason: str | None = None  # why NOT_RUN, or a one-line summary
+    artifacts: Mapping[str, str] = field(default_factory=dict)  # name -> path or sha256
+
+    @property
+    def outcome(self) -> CheckStatus:
+        if self.status is not None:
+            return self.status
+        if any(f.severity is Severity.ERROR for f in self.findings):
+            return CheckStatus.FAILED
+        return CheckStatus.PASSED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "subject": self.subject,
+            "status": self.outcome.value,
+            "evidence_class": self.evidence_class.value,
+            "reason": self.reason,
+            "findings": [f.to_dict() for f in self.findings],
+            "metrics": dict(self.metrics),
+            "artifacts": dict(self.artifacts),
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one command says; the only thing reporters read."""
+
+    command: str
+    results: tuple[CheckResult, ...]
+    inputs: tuple[InputDigest, ...] = ()
+    summary: Mapping[str, Any] = field(default_factory=dict)
+    tool_version: str = __version__
+
+    @classmethod
+    def build(
+        cls,
+        command: str,
+        results: Iterable[CheckResult],
+        inputs: Iterable[InputDigest] = (),
+        summary: Mapping[str, Any] | None = None,
+    ) -> Report:
+        uniq: dict[str, InputDigest] = {}
+        for item in inputs:
+            uniq.setdefault(item.path, item)
+        return cls(
+            command=command,
+            results=tuple(results),
+            inputs=tuple(sorted(uniq.values(), key=lambda d: d.path)),
+            summary=dict(summary or {}),
+        )
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(f for r in self.results for f in r.findings)
+
+    def counts(self) -> dict[str, int]:
+        out = {s.value: 0 for s in CheckStatus}
+        for r in self.results:
+            out[r.outcome.value] += 1
+        return out
+
+    @property
+    def exit_code(self) -> ExitCode:
+        outcomes = {r.outcome for r in self.results}
+        if CheckStatus.ERROR in outcomes:
+            return ExitCode.UNUSABLE
+        if CheckStatus.FAILED in outcomes:
+            return ExitCode.FINDINGS
+        return ExitCode.OK
+
+    @property
+    def verdict(self) -> str:
+        return {
+            ExitCode.OK: "pass",
+            ExitCode.FINDINGS: "fail",
+            ExitCode.UNUSABLE: "error",
+            ExitCode.INTERNAL: "error",
+        }[self.exit_code]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "tool": {"name": "cbaudit", "version": self.tool_version},
+            "command": self.command,
+            "verdict": self.verdict,
+            "exit_code": int(self.exit_code),
+            "counts": self.counts(),
+            "summary": dict(self.summary),
+            "inputs": [{"path": d.path, "sha256": d.sha256} for d in self.inputs],
+            "results": [r.to_dict() for r in self.results],
+        }

@@ -1,0 +1,56 @@
+"""Shared fixtures: run the CLI in-process and capture what it prints."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EVIDENCE = REPO / "evidence"
+SHARED = REPO.parent / "shared"
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """Exit code and captured streams of one CLI invocation."""
+
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliRun]:
+    """Run `cbaudit ARGS` in-process; returns CliRun(code, out, err)."""
+    from cbaudit.cli.app import run
+
+    def _run(*args: str | os.PathLike[str]) -> CliRun:
+        capsys.readouterr()
+        code = run([str(a) for a in args])
+        captured = capsys.readouterr()
+        return CliRun(code, captured.out, captured.err)
+
+    return _run
+
+
+@pytest.fixture
+def cli_proc() -> Callable[..., CliRun]:
+    """Run `cbaudit ARGS` in a subprocess (real exit codes, real stderr)."""
+
+    def _run(*args: str | os.PathLike[str], env: dict[str, str] | None = None) -> CliRun:
+        proc = subprocess.run(
+            [sys.executable, "-m", "cbaudit", *[str(a) for a in args]],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+            check=False,
+        )
+        return CliRun(proc.returncode, proc.stdout, proc.stderr)
+
+    return _run
