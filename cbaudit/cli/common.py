@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -13,7 +14,7 @@ import typer
 from cbaudit.model import ExitCode, InputError, Report, UsageError
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     """Choices of --format; keys of the reporter registry."""
 
     text = "text"
@@ -43,10 +44,8 @@ def atomic_write(path: Path, text: str | bytes) -> None:
             fh.write(data)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 from typing import Any
 
 _CODE_RE = re.compile(r"^[A-Z][A-Z0-9_]*(\.[A-Z0-9_]+)+$")
@@ -19,7 +19,7 @@ class ExitCode(IntEnum):
     INTERNAL = 3
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     """How much a finding matters. Only errors fail a check."""
 
     ERROR = "error"
@@ -27,7 +27,7 @@ class Severity(str, Enum):
     NOTE = "note"
 
 
-class EvidenceClass(str, Enum):
+class EvidenceClass(StrEnum):
     """What a number is worth. A report never upgrades a class."""
 
     DERIVED = "derived"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from cbaudit.model.findings import EvidenceClass, ExitCode, Finding, Severity
 REPORT_SCHEMA_VERSION = 1
 
 
-class CheckStatus(str, Enum):
+class CheckStatus(StrEnum):
     """Outcome of one check."""
 
     PASSED = "passed"
