@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-import tempfile
 from enum import StrEnum
 from pathlib import Path
 
 import typer
 
-from cbaudit.model import ExitCode, InputError, Report, UsageError
+from cbaudit.io.atomic import atomic_write
+from cbaudit.model import ExitCode, InputError, Report
+
+__all__ = ["atomic_write", "emit", "fail_input"]
 
 
 class OutputFormat(StrEnum):
@@ -29,24 +30,6 @@ OutputOpt = typer.Option(
 )
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Only failures and the verdict.")
 VerboseOpt = typer.Option(0, "--verbose", "-v", count=True, help="More detail (metrics).")
-
-
-def atomic_write(path: Path, text: str | bytes) -> None:
-    """Write to a temporary file beside `path`, then rename over it."""
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"{path}: output directory {parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
-    try:
-        data = text.encode("utf-8") if isinstance(text, str) else text
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def use_color() -> bool:

@@ -1,0 +1,1 @@
+"""The gate: reads bundle manifests and runs the checks they declare."""

@@ -1,0 +1,105 @@
+"""What a check kind receives from the gate besides its own spec."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cbaudit.io.atomic import atomic_write
+from cbaudit.model import Finding, InputError, Location
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+@dataclass(frozen=True)
+class GateContext:
+    """Where a check was declared and how the gate is running."""
+
+    base_dir: Path  # directory of the file that declares the check
+    manifest: str  # display path of that file, for locations
+    pointer: str  # JSON pointer of the check inside that file
+    bundle_root: Path  # the bundle directory; nothing may escape it
+    update: bool = False  # rewrite expected outputs instead of failing on drift
+
+    def location(self, suffix: str = "") -> Location:
+        """A location pointing at this check (or a field of it) in its manifest."""
+        return Location(file=self.manifest, pointer=self.pointer + suffix)
+
+    def resolve(self, rel: str, *, field: str = "") -> Path:
+        """Resolve a path relative to the declaring file; refuse escapes and absolutes."""
+        ptr = self.pointer + (f"/{field}" if field else "")
+        if not isinstance(rel, str) or not rel:
+            raise InputError.at(
+                "GATE.PATH.INVALID", "expected a relative path", self.manifest, pointer=ptr
+            )
+        if Path(rel).is_absolute():
+            raise InputError.at(
+                "GATE.PATH.ABSOLUTE", f"path {rel!r} must be relative", self.manifest, pointer=ptr
+            )
+        target = (self.base_dir / rel).resolve()
+        root = self.bundle_root.resolve()
+        if target != root and root not in target.parents:
+            raise InputError.at(
+                "GATE.PATH.ESCAPE",
+                f"path {rel!r} escapes the bundle directory",
+                self.manifest,
+                pointer=ptr,
+            )
+        return target
+
+    def expect_json(
+        self, rel: str, actual: Any, check_id: str, *, field: str = "expected"
+    ) -> list[Finding]:
+        """Compare JSON-ready `actual` with the expected file `rel` (canonical JSON).
+
+        Returns `GATE.EXPECTED.DRIFT` with a unified diff when they differ, or
+        `GATE.EXPECTED.MISSING` when the file does not exist. With `update`, (re)writes the file
+        atomically and returns no finding.
+        """
+        path = self.resolve(rel, field=field)
+        text = _canonical(actual)
+        if self.update:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(path, text)
+            return []
+        loc = Location(file=str(path), pointer="")
+        if not path.exists():
+            return [
+                Finding(
+                    "GATE.EXPECTED.MISSING",
+                    f"{check_id}: expected output {rel} does not exist (run `cbaudit gate --update`)",
+                    location=loc,
+                )
+            ]
+        old = path.read_text(encoding="utf-8")
+        try:
+            old_canon = _canonical(json.loads(old))
+        except ValueError:
+            old_canon = old
+        if old_canon == text:
+            return []
+        diff = "".join(
+            difflib.unified_diff(
+                old_canon.splitlines(keepends=True),
+                text.splitlines(keepends=True),
+                fromfile=f"expected/{rel}",
+                tofile="actual",
+                n=2,
+            )
+        )
+        lines = diff.splitlines()
+        if len(lines) > 60:
+            diff = "\n".join([*lines[:60], f"... ({len(lines) - 60} more diff lines)"])
+        return [
+            Finding(
+                "GATE.EXPECTED.DRIFT",
+                f"{check_id}: output no longer matches {rel}:\n{diff}",
+                location=loc,
+            )
+        ]

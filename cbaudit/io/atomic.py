@@ -1,0 +1,30 @@
+"""Atomic file writes: a temporary file beside the target, then a rename."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from cbaudit.model import UsageError
+
+
+def atomic_write(path: Path | str, text: str | bytes) -> None:
+    """Write `text` to `path` so readers see the old file or the whole new one, never half."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{path}: output directory {parent} does not exist")
+    if path.is_dir():
+        raise UsageError(f"{path}: is a directory")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    try:
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
