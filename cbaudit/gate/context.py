@@ -73,7 +73,8 @@ class GateContext:
             return [
                 Finding(
                     "GATE.EXPECTED.MISSING",
-                    f"{check_id}: expected output {rel} does not exist (run `cbaudit gate --update`)",
+                    f"{check_id}: expected output {rel} does not exist"
+                    " (run `cbaudit gate --update`)",
                     location=loc,
                 )
             ]
