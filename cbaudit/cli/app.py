@@ -23,7 +23,7 @@ from cbaudit.cli import (
     cmd_validate,
 )
 from cbaudit.cli.common import fail_input
-from cbaudit.model import CbauditError, ExitCode, InputError, UsageError
+from cbaudit.model import CbauditError, ExitCode, InputError
 
 COMMAND_MODULES: tuple[ModuleType, ...] = (
     cmd_validate,
@@ -72,6 +72,11 @@ for _module in COMMAND_MODULES:
     _module.register(app)
 
 
+def _is_click_error(err: BaseException) -> bool:
+    """Typer vendors its own click; its usage errors are ClickException look-alikes."""
+    return callable(getattr(err, "show", None)) and hasattr(err, "exit_code")
+
+
 def run(args: list[str]) -> int:
     """Invoke the app; map every outcome onto the documented exit codes."""
     debug = "--debug" in args or os.environ.get("CBAUDIT_DEBUG") == "1"
@@ -79,24 +84,22 @@ def run(args: list[str]) -> int:
         result = app(args=args, prog_name="cbaudit", standalone_mode=False)
     except InputError as err:
         return fail_input(err)
-    except UsageError as err:
+    except CbauditError as err:  # UsageError and the rest: unusable invocation
         sys.stderr.write(f"cbaudit: error: {err}\n")
         return int(ExitCode.UNUSABLE)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.Abort):
         sys.stderr.write("cbaudit: aborted\n")
         return int(ExitCode.UNUSABLE)
-    except click.exceptions.Exit as err:
+    except (click.exceptions.Exit, typer.Exit) as err:
         return int(err.exit_code)
-    except click.ClickException as err:
-        err.show()
-        return int(ExitCode.UNUSABLE)
-    except CbauditError as err:
-        sys.stderr.write(f"cbaudit: error: {err}\n")
-        return int(ExitCode.UNUSABLE)
     except KeyboardInterrupt:
         sys.stderr.write("cbaudit: interrupted\n")
         return 130
     except Exception as err:  # the top-level handler: a crash never looks like exit 1
+        if _is_click_error(err):
+            err.show()  # type: ignore[attr-defined]
+            code = int(err.exit_code)  # type: ignore[attr-defined]
+            return int(ExitCode.UNUSABLE) if code == 1 else code
         if debug:
             traceback.print_exc()
         else:
@@ -104,6 +107,4 @@ def run(args: list[str]) -> int:
                 f"cbaudit: internal error: {type(err).__name__}: {err} (run with --debug)\n"
             )
         return int(ExitCode.INTERNAL)
-    if isinstance(result, int):
-        return result
-    return int(ExitCode.OK)
+    return result if isinstance(result, int) else int(ExitCode.OK)

@@ -25,6 +25,28 @@ class GateContext:
     pointer: str  # JSON pointer of the check inside that file
     bundle_root: Path  # the bundle directory; nothing may escape it
     update: bool = False  # rewrite expected outputs instead of failing on drift
+    repo_root: Path | None = None  # nearest ancestor with pyproject.toml, if any
+
+    def resolve_repo(self, rel: str, *, field: str = "") -> Path:
+        """Resolve a repository-relative path (e.g. `pinned/x.yaml`); refuse escapes."""
+        ptr = self.pointer + (f"/{field}" if field else "")
+        root = self.repo_root or self.bundle_root
+        if not isinstance(rel, str) or not rel or Path(rel).is_absolute():
+            raise InputError.at(
+                "GATE.PATH.INVALID",
+                f"expected a relative path, got {rel!r}",
+                self.manifest,
+                pointer=ptr,
+            )
+        target = (root / rel).resolve()
+        if target != root.resolve() and root.resolve() not in target.parents:
+            raise InputError.at(
+                "GATE.PATH.ESCAPE",
+                f"path {rel!r} escapes the repository",
+                self.manifest,
+                pointer=ptr,
+            )
+        return target
 
     def location(self, suffix: str = "") -> Location:
         """A location pointing at this check (or a field of it) in its manifest."""

@@ -1,0 +1,51 @@
+"""The registry of check kinds: kind name -> "module:function", imported lazily.
+
+A kind function has the signature
+`(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]`.
+Adding a kind is adding one entry here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cbaudit.gate.context import GateContext
+from cbaudit.model import CheckResult
+
+KindFunction = Callable[[Mapping[str, Any], GateContext], list[CheckResult]]
+
+KINDS: dict[str, str] = {
+    # Loop 2: the plan/result contract (issue 2).
+    "plan_case": "cbaudit.contract.gate_kinds:run_plan_case",
+    "negative_case": "cbaudit.contract.gate_kinds:run_negative_case",
+    "trace": "cbaudit.contract.gate_kinds:run_trace",
+    # Loops 4 and 6 and later loop oracles.
+    "oracle": "cbaudit.oracles.gate_kinds:run_oracle",
+    # Replays with expected reports (Loops 3, 9, 10; lesson and lecture).
+    "replay": "cbaudit.sim.gate_kinds:run_replay",
+    # Hash binding.
+    "pin": "cbaudit.pins.gate_kinds:run_pin",
+    "formula_audit": "cbaudit.formulas.gate_kinds:run_formula_audit",
+    # Measured evidence.
+    "bench_results": "cbaudit.bench.gate_kinds:run_bench_attached",
+}
+
+
+def register_kind(name: str, target: str) -> None:
+    """Add a kind; refuses duplicates."""
+    if name in KINDS:
+        raise ValueError(f"check kind {name!r} is already registered")
+    KINDS[name] = target
+
+
+def resolve_kind(name: str) -> KindFunction | None:
+    """The function for `name`, or None when the kind is unknown."""
+    target = KINDS.get(name)
+    if target is None:
+        return None
+    module_name, _, func_name = target.partition(":")
+    module = importlib.import_module(module_name)
+    func: KindFunction = getattr(module, func_name)
+    return func

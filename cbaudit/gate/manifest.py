@@ -1,0 +1,125 @@
+"""Bundle discovery and manifest loading: bundle.yaml plus included check lists."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cbaudit.io import load_document
+from cbaudit.io.schemas import validate
+from cbaudit.model import Finding, InputError, Location
+from cbaudit.model.findings import pointer_join
+
+BUNDLE_FILE = "bundle.yaml"
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One declared check and where it was declared."""
+
+    bundle: str
+    check_id: str
+    kind: str
+    spec: Mapping[str, Any]
+    base_dir: Path
+    manifest: str
+    pointer: str
+    bundle_root: Path
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A loaded bundle: its identity, the files it was read from, and its checks."""
+
+    name: str
+    title: str
+    root: Path
+    manifest_files: tuple[Path, ...]
+    checks: tuple[CheckSpec, ...]
+
+
+def discover(paths: list[Path]) -> list[Path]:
+    """Bundle directories under each path (a path may itself be a bundle)."""
+    found: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise InputError.at("GATE.PATH.NOT_FOUND", "no such directory", str(path))
+        if not path.is_dir():
+            raise InputError.at("GATE.PATH.NOT_DIRECTORY", "expected a directory", str(path))
+        if (path / BUNDLE_FILE).is_file():
+            found.append(path)
+            continue
+        found.extend(sorted(p.parent for p in path.rglob(BUNDLE_FILE)))
+    uniq: dict[Path, Path] = {}
+    for p in found:
+        uniq.setdefault(p.resolve(), p)
+    if not uniq:
+        shown = ", ".join(str(p) for p in paths)
+        raise InputError.at("GATE.NO_BUNDLE", f"no {BUNDLE_FILE} found under {shown}", shown)
+    return list(uniq.values())
+
+
+def _schema_errors(data: Any, schema: str, doc_path: str, locate: Any) -> None:
+    findings = validate(data, schema, file=doc_path, locate=locate)
+    if findings:
+        raise InputError(findings)
+
+
+def load_bundle(root: Path) -> Bundle:
+    """Read bundle.yaml and its includes; refuse duplicate ids and escaping includes."""
+    manifest_path = root / BUNDLE_FILE
+    doc = load_document(manifest_path)
+    _schema_errors(doc.data, "bundle", doc.path, doc.locate)
+    name = str(doc.data["bundle"])
+    files = [manifest_path]
+    specs: list[CheckSpec] = []
+
+    def add_checks(items: list[Any], base_dir: Path, display: str, ptr: str) -> None:
+        for i, item in enumerate(items):
+            specs.append(
+                CheckSpec(
+                    bundle=name,
+                    check_id=str(item["id"]),
+                    kind=str(item["kind"]),
+                    spec=item,
+                    base_dir=base_dir,
+                    manifest=display,
+                    pointer=pointer_join(ptr, i),
+                    bundle_root=root,
+                )
+            )
+
+    add_checks(doc.data.get("checks", []), root, doc.path, "/checks")
+    resolved_root = root.resolve()
+    for j, rel in enumerate(doc.data.get("include", [])):
+        target = (root / rel).resolve()
+        if resolved_root not in target.parents:
+            loc = doc.locate(f"/include/{j}")
+            raise InputError(
+                Finding("GATE.PATH.ESCAPE", f"include {rel!r} escapes the bundle", location=loc)
+            )
+        if not target.is_file():
+            loc = doc.locate(f"/include/{j}")
+            raise InputError(
+                Finding("GATE.INCLUDE.MISSING", f"included file {rel!r} not found", location=loc)
+            )
+        inc = load_document(root / rel)
+        _schema_errors(inc.data, "check-list", inc.path, inc.locate)
+        files.append(root / rel)
+        add_checks(inc.data["checks"], (root / rel).parent, inc.path, "/checks")
+    seen: dict[str, CheckSpec] = {}
+    for spec in specs:
+        if spec.check_id in seen:
+            first = seen[spec.check_id]
+            raise InputError(
+                Finding(
+                    "GATE.CHECK.DUPLICATE_ID",
+                    f"check id {spec.check_id!r} is declared twice"
+                    f" (first at {first.manifest}#{first.pointer})",
+                    location=Location(file=spec.manifest, pointer=spec.pointer + "/id"),
+                )
+            )
+        seen[spec.check_id] = spec
+    return Bundle(name, str(doc.data["title"]), root, tuple(files), tuple(specs))

@@ -1,0 +1,241 @@
+"""Run every check a bundle declares, in parallel processes, and aggregate one report."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from cbaudit.gate.context import GateContext
+from cbaudit.gate.kinds import KINDS, resolve_kind
+from cbaudit.gate.manifest import Bundle, CheckSpec, discover, load_bundle
+from cbaudit.model import (
+    CheckResult,
+    CheckStatus,
+    EvidenceClass,
+    Finding,
+    InputDigest,
+    InputError,
+    Location,
+    Report,
+)
+
+
+def _repo_root(start: Path) -> Path | None:
+    for candidate in [start.resolve(), *start.resolve().parents]:
+        if (candidate / "pyproject.toml").is_file():
+            return candidate
+    return None
+
+
+def _missing_requirements(spec: CheckSpec) -> list[str]:
+    missing: list[str] = []
+    for req in spec.spec.get("requires", []):
+        if req == "torch" and importlib.util.find_spec("torch") is None:
+            missing.append("torch is not installed (pip install 'cbaudit[bench]')")
+        elif req == "cuda" and not _cuda_available():
+            missing.append("no CUDA device")
+        elif req == "git" and shutil.which("git") is None:
+            missing.append("git is not on PATH")
+    return missing
+
+
+def _cuda_available() -> bool:
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch  # only probes availability; the bench runner owns real torch use
+
+    return bool(torch.cuda.is_available())
+
+
+def _check_bindings(spec: CheckSpec, ctx: GateContext) -> list[Finding]:
+    findings: list[Finding] = []
+    for i, item in enumerate(spec.spec.get("consumes", [])):
+        path = ctx.resolve(item["path"], field=f"consumes/{i}/path")
+        loc = Location(file=spec.manifest, pointer=f"{spec.pointer}/consumes/{i}/sha256")
+        if not path.is_file():
+            findings.append(
+                Finding(
+                    "GATE.BINDING.MISSING",
+                    f"bound artifact {item['path']} is missing",
+                    location=loc,
+                )
+            )
+            continue
+        actual = hashlib.sha256(path.read_bytes()).hexdigest()
+        if actual != item["sha256"]:
+            findings.append(
+                Finding(
+                    "GATE.BINDING.SHA256_MISMATCH",
+                    f"{item['path']} changed since it was bound: sha256 {actual}, "
+                    f"bound {item['sha256']}",
+                    location=loc,
+                )
+            )
+    return findings
+
+
+def _label(spec: CheckSpec, result: CheckResult, many: bool) -> str:
+    base = f"{spec.bundle}:{spec.check_id}"
+    if many and result.subject and result.subject != spec.check_id:
+        return f"{base}:{result.subject}"
+    return base
+
+
+def run_check(spec: CheckSpec, update: bool = False) -> list[CheckResult]:
+    """Run one declared check; never raises for bad input (it becomes an ERROR result)."""
+    ctx = GateContext(
+        base_dir=spec.base_dir,
+        manifest=spec.manifest,
+        pointer=spec.pointer,
+        bundle_root=spec.bundle_root,
+        update=update,
+        repo_root=_repo_root(spec.bundle_root),
+    )
+    declared = spec.spec.get("evidence_class")
+    try:
+        missing = _missing_requirements(spec)
+        if missing:
+            return [
+                CheckResult(
+                    check=spec.kind,
+                    subject=f"{spec.bundle}:{spec.check_id}",
+                    status=CheckStatus.NOT_RUN,
+                    reason="; ".join(missing),
+                    evidence_class=EvidenceClass(declared) if declared else EvidenceClass.DERIVED,
+                )
+            ]
+        func = resolve_kind(spec.kind)
+        if func is None:
+            known = ", ".join(sorted(KINDS))
+            raise InputError(
+                Finding(
+                    "GATE.CHECK.UNKNOWN_KIND",
+                    f"unknown check kind {spec.kind!r} (known: {known})",
+                    location=ctx.location("/kind"),
+                )
+            )
+        binding_findings = _check_bindings(spec, ctx)
+        results = func(spec.spec, ctx)
+    except InputError as err:
+        return [
+            CheckResult(
+                check=spec.kind,
+                subject=f"{spec.bundle}:{spec.check_id}",
+                findings=err.findings,
+                status=CheckStatus.ERROR,
+            )
+        ]
+    except Exception as err:  # a crashing check is reported, never hidden
+        return [
+            CheckResult(
+                check=spec.kind,
+                subject=f"{spec.bundle}:{spec.check_id}",
+                findings=(
+                    Finding(
+                        "GATE.CHECK.CRASHED",
+                        f"internal error in check kind {spec.kind!r}: {type(err).__name__}: {err}",
+                        location=ctx.location(),
+                    ),
+                ),
+                status=CheckStatus.ERROR,
+            )
+        ]
+    many = len(results) > 1
+    out: list[CheckResult] = []
+    for i, result in enumerate(results):
+        extra = list(binding_findings) if i == 0 else []
+        if (
+            declared
+            and result.evidence_class.value != declared
+            and result.outcome is not CheckStatus.NOT_RUN
+        ):
+            extra.append(
+                Finding(
+                    "GATE.EVIDENCE.CLASS_MISMATCH",
+                    f"declared evidence class {declared!r} but the check produced "
+                    f"{result.evidence_class.value!r}; a report never upgrades a class",
+                    location=ctx.location("/evidence_class"),
+                )
+            )
+        status = result.status
+        if extra and status in (None, CheckStatus.PASSED):
+            status = None
+        out.append(
+            replace(
+                result,
+                subject=_label(spec, result, many),
+                findings=(*result.findings, *extra),
+                status=status,
+            )
+        )
+    return out
+
+
+def _run_check_task(args: tuple[CheckSpec, bool]) -> list[CheckResult]:
+    return run_check(*args)
+
+
+def default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def run_gate(
+    paths: Iterable[Path],
+    *,
+    jobs: int | None = None,
+    update: bool = False,
+    select: str | None = None,
+) -> Report:
+    """Discover bundles under `paths`, run their checks, return one report."""
+    bundles: list[Bundle] = [load_bundle(root) for root in discover(list(paths))]
+    specs = [s for b in bundles for s in b.checks]
+    if select:
+        specs = [s for s in specs if select in s.check_id or select == s.kind]
+    njobs = default_jobs() if jobs is None else max(1, jobs)
+    if update or njobs == 1 or len(specs) < 2:
+        per_check = [run_check(s, update) for s in specs]
+    else:
+        with ProcessPoolExecutor(max_workers=njobs) as pool:
+            per_check = list(pool.map(_run_check_task, [(s, update) for s in specs], chunksize=1))
+    results = [r for group in per_check for r in group]
+    claims: list[dict[str, Any]] = []
+    for spec, group in zip(specs, per_check, strict=True):
+        outcome = _worst([r.outcome for r in group])
+        claims.append(
+            {
+                "bundle": spec.bundle,
+                "check": spec.check_id,
+                "kind": spec.kind,
+                "loop": spec.spec.get("loop"),
+                "title": spec.spec.get("title"),
+                "claim": spec.spec.get("claim"),
+                "evidence_class": spec.spec.get("evidence_class")
+                or (group[0].evidence_class.value if group else None),
+                "status": outcome.value,
+            }
+        )
+    inputs: list[InputDigest] = []
+    for bundle in bundles:
+        for f in bundle.manifest_files:
+            inputs.append(InputDigest.of(f, display=str(f)))
+    summary = {
+        "bundles": [{"bundle": b.name, "title": b.title, "checks": len(b.checks)} for b in bundles],
+        "claims": claims,
+        "selected": select,
+    }
+    return Report.build("gate", results, inputs, summary)
+
+
+def _worst(outcomes: list[CheckStatus]) -> CheckStatus:
+    order = [CheckStatus.ERROR, CheckStatus.FAILED, CheckStatus.NOT_RUN, CheckStatus.PASSED]
+    for status in order:
+        if status in outcomes:
+            return status
+    return CheckStatus.PASSED
