@@ -22,6 +22,8 @@ class OutputFormat(StrEnum):
     json = "json"
     junit = "junit"
     sarif = "sarif"
+    markdown = "markdown"
+    html = "html"
 
 
 FormatOpt = typer.Option(OutputFormat.text, "--format", "-f", help="Output format.")

@@ -53,6 +53,8 @@ class CheckResult:
     status: CheckStatus | None = None
     reason: str | None = None  # why NOT_RUN, or a one-line summary
     artifacts: Mapping[str, str] = field(default_factory=dict)  # name -> path or sha256
+    # Chart specs for the publish-gate report (see cbaudit/report/charts.py for the shapes).
+    charts: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def outcome(self) -> CheckStatus:
@@ -72,6 +74,7 @@ class CheckResult:
             "findings": [f.to_dict() for f in self.findings],
             "metrics": dict(self.metrics),
             "artifacts": dict(self.artifacts),
+            **({"charts": [dict(c) for c in self.charts]} if self.charts else {}),
         }
 
 

@@ -5,6 +5,7 @@ from collections.abc import Callable
 from cbaudit.model import Report
 from cbaudit.report.json_report import render_json
 from cbaudit.report.junit import render_junit
+from cbaudit.report.publish import render_html, render_markdown
 from cbaudit.report.sarif import render_sarif
 from cbaudit.report.text import render_text
 
@@ -16,6 +17,8 @@ REPORTERS: dict[str, Renderer] = {
     "json": render_json,
     "junit": render_junit,
     "sarif": render_sarif,
+    "markdown": render_markdown,
+    "html": render_html,
 }
 
 
