@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import typer
 
-from cbaudit.cli.common import FormatOpt, OutputFormat, OutputOpt, QuietOpt, VerboseOpt, emit
+from cbaudit.cli.common import (
+    FormatOpt,
+    OutputFormat,
+    OutputOpt,
+    QuietOpt,
+    VerboseOpt,
+    atomic_write,
+    emit,
+)
 
 
 def gate(
@@ -16,6 +26,10 @@ def gate(
         False, "--update", help="Rewrite expected outputs that no longer match (atomically)."
     ),
     select: str = typer.Option(None, "--select", "-k", help="Only checks whose id contains TEXT."),
+    markdown: Path = typer.Option(None, "--markdown", help="Also write a Markdown report."),
+    html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML report."),
+    junit: Path = typer.Option(None, "--junit", help="Also write JUnit XML."),
+    sarif: Path = typer.Option(None, "--sarif", help="Also write SARIF 2.1.0."),
     fmt: OutputFormat = FormatOpt,
     output: Path = OutputOpt,
     quiet: bool = QuietOpt,
@@ -23,8 +37,21 @@ def gate(
 ) -> int:
     """Run the checks declared by each bundle.yaml under DIR; exit 0 pass, 1 fail, 2 unusable."""
     from cbaudit.gate.runner import run_gate
+    from cbaudit.report import REPORTERS
 
     report = run_gate(dirs, jobs=jobs, update=update, select=select)
+    for path, name in ((markdown, "markdown"), (html, "html"), (junit, "junit"), (sarif, "sarif")):
+        if path is not None:
+            atomic_write(path, REPORTERS[name](report, 1, False))
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        from cbaudit.report.github import annotations as gh_annotations
+        from cbaudit.report.github import step_summary
+
+        sys.stderr.write(gh_annotations(report))
+        summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_path:
+            with open(summary_path, "a", encoding="utf-8") as fh:
+                fh.write(step_summary(report))
     return emit(report, fmt, output, quiet, verbose)
 
 

@@ -1,0 +1,45 @@
+"""GitHub Actions workflow commands: annotations plus a full step summary.
+
+Actions shows only the first few annotations of a step, so every finding also goes to the
+step summary (Markdown) named by `GITHUB_STEP_SUMMARY`.
+"""
+
+from __future__ import annotations
+
+from cbaudit.model import Report, Severity
+from cbaudit.report.publish import render_markdown
+
+MAX_ANNOTATIONS = 50
+_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_prop(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotations(report: Report, limit: int = MAX_ANNOTATIONS) -> str:
+    """`::error file=..,line=..,title=CODE::message` lines for the first `limit` findings."""
+    out: list[str] = []
+    for finding in report.findings[:limit]:
+        props = [f"title={_escape_prop(finding.code)}"]
+        if finding.location.file:
+            props.insert(0, f"file={_escape_prop(finding.location.file)}")
+        if finding.location.line is not None:
+            props.append(f"line={finding.location.line}")
+        if finding.location.column is not None:
+            props.append(f"col={finding.location.column}")
+        message = finding.message.splitlines()[0] if finding.message else finding.code
+        out.append(f"::{_LEVEL[finding.severity]} {','.join(props)}::{_escape_data(message)}")
+    hidden = len(report.findings) - limit
+    if hidden > 0:
+        out.append(f"::notice title=cbaudit::{hidden} more finding(s) in the step summary")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def step_summary(report: Report) -> str:
+    """The full Markdown report, for `$GITHUB_STEP_SUMMARY`."""
+    return render_markdown(report, 0, False)
