@@ -44,10 +44,9 @@ def gate(
         if path is not None:
             atomic_write(path, REPORTERS[name](report, 1, False))
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        from cbaudit.report.github import annotations as gh_annotations
-        from cbaudit.report.github import step_summary
+        from cbaudit.report.github import step_summary, workflow_annotations
 
-        sys.stderr.write(gh_annotations(report))
+        sys.stderr.write(workflow_annotations(report))
         summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_path:
             with open(summary_path, "a", encoding="utf-8") as fh:

@@ -21,7 +21,7 @@ def _escape_prop(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotations(report: Report, limit: int = MAX_ANNOTATIONS) -> str:
+def workflow_annotations(report: Report, limit: int = MAX_ANNOTATIONS) -> str:
     """`::error file=..,line=..,title=CODE::message` lines for the first `limit` findings."""
     out: list[str] = []
     for finding in report.findings[:limit]:
