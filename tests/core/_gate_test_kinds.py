@@ -1,0 +1,29 @@
+"""Check kinds used only by the gate tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cbaudit.gate.context import GateContext
+from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError
+
+
+def run_echo(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+    """Pass, fail with a declared code, or compare `value` with an expected file."""
+    if "bad" in spec:
+        raise InputError.at("TEST.BAD_SPEC", "bad spec", ctx.manifest, pointer=ctx.pointer + "/bad")
+    findings: list[Finding] = []
+    if "fail_code" in spec:
+        findings.append(
+            Finding(str(spec["fail_code"]), "declared failure", location=ctx.location())
+        )
+    if "expected" in spec:
+        findings.extend(ctx.expect_json(str(spec["expected"]), spec.get("value"), str(spec["id"])))
+    cls = EvidenceClass(spec.get("produces", "derived"))
+    return [CheckResult("echo", str(spec["id"]), findings=tuple(findings), evidence_class=cls)]
+
+
+def run_crash(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+    """Always crash."""
+    raise RuntimeError("boom")

@@ -1,0 +1,142 @@
+"""The gate: discovery, includes, bindings, expected outputs, verdicts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from cbaudit.gate import kinds
+from cbaudit.gate.runner import run_gate
+from cbaudit.model import CheckStatus, ExitCode
+
+
+@pytest.fixture(autouse=True)
+def _test_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(kinds.KINDS, "echo", "_gate_test_kinds:run_echo")
+    monkeypatch.setitem(kinds.KINDS, "crash", "_gate_test_kinds:run_crash")
+
+
+def _bundle(root: Path, checks: str, include: dict[str, str] | None = None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    inc = list(include or {})
+    (root / "bundle.yaml").write_text(
+        "schema_version: 1\nbundle: demo\ntitle: Demo\n"
+        f"include: {json.dumps(inc)}\nchecks:\n{checks}"
+    )
+    for rel, text in (include or {}).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def _codes(report) -> set[str]:  # type: ignore[no-untyped-def]
+    return {f.code for f in report.findings}
+
+
+def test_passing_bundle_exit_0(tmp_path: Path) -> None:
+    """A bundle whose checks pass gives exit 0 and a claims table."""
+    _bundle(tmp_path / "b", "  - {id: one, kind: echo, claim: 'x holds'}\n")
+    report = run_gate([tmp_path], jobs=1)
+    assert report.exit_code is ExitCode.OK
+    assert report.summary["claims"][0]["claim"] == "x holds"
+    assert report.results[0].subject == "demo:one"
+
+
+def test_include_and_failure(tmp_path: Path) -> None:
+    """Checks in included files run; a failing check gives exit 1 with its code."""
+    _bundle(
+        tmp_path / "b",
+        "  []\n",
+        {"loop/checks.yaml": "checks:\n  - {id: f, kind: echo, fail_code: LOOP.X.WRONG}\n"},
+    )
+    report = run_gate([tmp_path / "b"], jobs=1)
+    assert report.exit_code is ExitCode.FINDINGS
+    assert _codes(report) == {"LOOP.X.WRONG"}
+
+
+def test_duplicate_ids_are_unusable(tmp_path: Path, cli) -> None:
+    """Two checks with one id make the bundle unusable (exit 2, GATE.CHECK.DUPLICATE_ID)."""
+    _bundle(tmp_path / "b", "  - {id: a, kind: echo}\n  - {id: a, kind: echo}\n")
+    r = cli("gate", tmp_path)
+    assert r.code == 2
+    assert "GATE.CHECK.DUPLICATE_ID" in r.err
+
+
+def test_unknown_kind_and_crash_are_errors(tmp_path: Path) -> None:
+    """Unknown kinds and crashing checks are errors with their codes, never passes."""
+    _bundle(tmp_path / "b", "  - {id: u, kind: nope}\n  - {id: c, kind: crash}\n")
+    report = run_gate([tmp_path], jobs=1)
+    assert report.exit_code is ExitCode.UNUSABLE
+    assert _codes(report) == {"GATE.CHECK.UNKNOWN_KIND", "GATE.CHECK.CRASHED"}
+
+
+def test_sha256_binding(tmp_path: Path) -> None:
+    """A consumed artifact whose bytes changed is GATE.BINDING.SHA256_MISMATCH."""
+    root = tmp_path / "b"
+    root.mkdir()
+    (root / "art.json").write_text("{}")
+    good = hashlib.sha256(b"{}").hexdigest()
+    _bundle(root, f"  - {{id: a, kind: echo, consumes: [{{path: art.json, sha256: {good}}}]}}\n")
+    assert run_gate([root], jobs=1).exit_code is ExitCode.OK
+    (root / "art.json").write_text("{ }")
+    report = run_gate([root], jobs=1)
+    assert _codes(report) == {"GATE.BINDING.SHA256_MISMATCH"}
+
+
+def test_expected_drift_and_update(tmp_path: Path) -> None:
+    """Expected output drift fails with a diff; --update rewrites it; then it passes."""
+    root = _bundle(tmp_path / "b", "  - {id: e, kind: echo, expected: exp.json, value: {n: 2}}\n")
+    (root / "exp.json").write_text('{"n": 1}\n')
+    report = run_gate([root], jobs=1)
+    assert _codes(report) == {"GATE.EXPECTED.DRIFT"}
+    assert '-  "n": 1' in report.findings[0].message
+    assert run_gate([root], update=True).exit_code is ExitCode.OK
+    assert json.loads((root / "exp.json").read_text()) == {"n": 2}
+    assert run_gate([root], jobs=1).exit_code is ExitCode.OK
+
+
+def test_path_escape_refused(tmp_path: Path) -> None:
+    """An expected file outside the bundle is refused with GATE.PATH.ESCAPE."""
+    _bundle(tmp_path / "b", "  - {id: e, kind: echo, expected: ../x.json, value: 1}\n")
+    report = run_gate([tmp_path / "b"], jobs=1)
+    assert _codes(report) == {"GATE.PATH.ESCAPE"}
+    assert report.exit_code is ExitCode.UNUSABLE
+
+
+def test_requirement_missing_is_not_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check needing CUDA on a machine without it is NOT_RUN, never passed."""
+    monkeypatch.setattr("cbaudit.gate.runner._cuda_available", lambda: False)
+    _bundle(tmp_path / "b", "  - {id: g, kind: echo, requires: [cuda]}\n")
+    report = run_gate([tmp_path], jobs=1)
+    assert report.results[0].outcome is CheckStatus.NOT_RUN
+    assert report.counts()["passed"] == 0
+
+
+def test_evidence_class_mismatch(tmp_path: Path) -> None:
+    """A check declared measured_gpu that produced synthetic evidence fails."""
+    _bundle(
+        tmp_path / "b",
+        "  - {id: m, kind: echo, evidence_class: measured_gpu, produces: synthetic}\n",
+    )
+    assert _codes(run_gate([tmp_path], jobs=1)) == {"GATE.EVIDENCE.CLASS_MISMATCH"}
+
+
+def test_no_bundle_is_exit_2(tmp_path: Path, cli) -> None:
+    """A directory without bundles is unusable input."""
+    r = cli("gate", tmp_path)
+    assert r.code == 2
+    assert "GATE.NO_BUNDLE" in r.err
+
+
+def test_parallel_matches_serial(tmp_path: Path) -> None:
+    """Parallel and serial runs give the same JSON report."""
+    from cbaudit.report import REPORTERS
+
+    checks = "".join(f"  - {{id: c{i}, kind: echo}}\n" for i in range(4))
+    _bundle(tmp_path / "b", checks)
+    serial = REPORTERS["json"](run_gate([tmp_path], jobs=1), 0, False)
+    parallel = REPORTERS["json"](run_gate([tmp_path], jobs=2), 0, False)
+    assert serial == parallel
