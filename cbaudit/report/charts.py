@@ -133,7 +133,7 @@ def gantt(spec: Mapping[str, Any]) -> str:
     end = max((float(s[1]) for r in rows for s in r.get("spans", [])), default=1.0)
     start = min((float(s[0]) for r in rows for s in r.get("spans", [])), default=0.0)
     row_h = 16
-    height = MT + 20 + row_h * max(len(rows), 1) + MB
+    height = MT + 20 + row_h * max(len(rows), 1) + MB + 16
     pw = W - ML - MR - 40
     scale = pw / max(end - start, 1e-9)
     body: list[str] = []
@@ -172,8 +172,8 @@ def gantt(spec: Mapping[str, Any]) -> str:
     body.append(_t(ML + 40 + pw / 2, axis_y + 30, str(spec.get("x_label", "iteration"))))
     legend_states = sorted({str(s[2]) for r in rows for s in r.get("spans", [])})
     for j, state in enumerate(legend_states):
-        x = W - MR - 90
-        y = MT + 4 + j * 12
+        x = ML + 40 + j * 90
+        y = axis_y + 40
         body.append(_rect(x, y, 9, 9, STATE_COLOURS.get(state, "#999")))
         body.append(_t(x + 13, y + 8, state, anchor="start", size=9))
     return _frame(str(spec.get("title", "timeline")), body, height=int(height))

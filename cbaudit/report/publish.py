@@ -44,7 +44,14 @@ def _group(report: Report) -> list[tuple[str, list[CheckResult]]]:
     for r in report.results:
         key = ":".join(r.subject.split(":")[:2])
         groups.setdefault(loops.get(key, r.check if not loops else "other"), []).append(r)
-    return sorted(groups.items(), key=lambda kv: kv[0])
+    return sorted(groups.items(), key=lambda kv: _natural(kv[0]))
+
+
+def _natural(text: str) -> list[Any]:
+    """Sort key that puts "Loop 2" before "Loop 10"."""
+    import re
+
+    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", text)]
 
 
 def _md_cell(text: Any) -> str:
@@ -114,7 +121,7 @@ th{background:#f5f5f5} code{font-size:.95em}
 .passed,.pass{background:#2e7d32} .failed,.fail{background:#c62828}
 .error{background:#6a1b1a} .not_run{background:#b26a00}
 .caveat{background:#fff8e1;border-left:4px solid #f0b429;padding:.5em 1em}
-.chart{margin:.8em 0} .finding{font-family:monospace;white-space:pre-wrap;font-size:.85em}
+.charts{display:flex;flex-wrap:wrap;gap:1em} .chart{margin:.8em 0} .finding{font-family:monospace;white-space:pre-wrap;font-size:.85em}
 """
 
 
@@ -183,9 +190,11 @@ def render_html(report: Report, verbosity: int = 0, color: bool = False) -> str:
                 f"<td>{escape(r.evidence_class.value)}</td><td>{findings}</td></tr>"
             )
         parts.append("</table>")
-        for r in results:
-            for chart in r.charts:
-                parts.append(f'<div class="chart">{render_chart(chart)}</div>')
+        charts = [chart for r in results for chart in r.charts]
+        if charts:
+            parts.append('<div class="charts">')
+            parts += [f'<div class="chart">{render_chart(chart)}</div>' for chart in charts]
+            parts.append("</div>")
     parts.append("<h2>Evidence classes</h2><ul>")
     parts += [f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in EVIDENCE_NOTES.items()]
     parts.append("</ul><h2>Inputs</h2><ul>")
