@@ -121,7 +121,8 @@ th{background:#f5f5f5} code{font-size:.95em}
 .passed,.pass{background:#2e7d32} .failed,.fail{background:#c62828}
 .error{background:#6a1b1a} .not_run{background:#b26a00}
 .caveat{background:#fff8e1;border-left:4px solid #f0b429;padding:.5em 1em}
-.charts{display:flex;flex-wrap:wrap;gap:1em} .chart{margin:.8em 0} .finding{font-family:monospace;white-space:pre-wrap;font-size:.85em}
+.charts{display:flex;flex-wrap:wrap;gap:1em} .chart{margin:.8em 0}
+.finding{font-family:monospace;white-space:pre-wrap;font-size:.85em}
 """
 
 

@@ -88,13 +88,13 @@ def test_sha256_binding(tmp_path: Path) -> None:
 
 def test_expected_drift_and_update(tmp_path: Path) -> None:
     """Expected output drift fails with a diff; --update rewrites it; then it passes."""
-    root = _bundle(tmp_path / "b", "  - {id: e, kind: echo, expected: exp.json, value: {n: 2}}\n")
-    (root / "exp.json").write_text('{"n": 1}\n')
+    root = _bundle(tmp_path / "b", "  - {id: e, kind: echo, expected: exp.json, value: {count: 2}}\n")
+    (root / "exp.json").write_text('{"count": 1}\n')
     report = run_gate([root], jobs=1)
     assert _codes(report) == {"GATE.EXPECTED.DRIFT"}
-    assert '-  "n": 1' in report.findings[0].message
+    assert '-  "count": 1' in report.findings[0].message
     assert run_gate([root], update=True).exit_code is ExitCode.OK
-    assert json.loads((root / "exp.json").read_text()) == {"n": 2}
+    assert json.loads((root / "exp.json").read_text()) == {"count": 2}
     assert run_gate([root], jobs=1).exit_code is ExitCode.OK
 
 
