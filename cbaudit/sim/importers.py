@@ -1,0 +1,357 @@
+"""Request-trace importers: public CSV traces streamed into workload request declarations.
+
+Two public formats are recognised by their header:
+
+* Splitwise / Vidur: `arrived_at,num_prefill_tokens,num_decode_tokens`, arrival in seconds;
+* Azure LLM inference trace: `TIMESTAMP,ContextTokens,GeneratedTokens`, timestamps as datetime
+  strings, converted to seconds after the first row.
+
+Each data row becomes one request: prompt = prefill/context tokens, realized output = decode/
+generated tokens (fixture-only hidden truth), arrival in milliseconds. `max_output_tokens` is a
+declared cap (then the realized value is clipped to it, since a request cannot emit more), or,
+by default, the realized value itself, which the manifest's description labels a trace-derived
+cap.
+
+Rows are read one at a time with the `csv` module; nothing is held but the requests made.
+Every problem is an `InputError` located at `file:line:column`.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from cbaudit.model import InputError
+
+
+class TraceFormat(StrEnum):
+    """Supported trace layouts."""
+
+    SPLITWISE = "splitwise"
+    AZURE = "azure"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceColumns:
+    arrival: str
+    prompt: str
+    output: str
+
+
+FORMATS: dict[TraceFormat, TraceColumns] = {
+    TraceFormat.SPLITWISE: TraceColumns("arrived_at", "num_prefill_tokens", "num_decode_tokens"),
+    TraceFormat.AZURE: TraceColumns("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
+}
+
+_MS_PER_S = Decimal(1000)
+
+_TIMESTAMP_RE = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,12}))?"
+    r"(Z|[+-]\d{2}:?\d{2})?$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    """One data row: where it was, arrival in ms (exact decimal), prompt and output tokens."""
+
+    line: int
+    arrival_ms: Decimal
+    prompt_tokens: int
+    output_tokens: int
+
+
+def _error(code: str, message: str, file: str, line: int, column: int | None = None) -> InputError:
+    return InputError.at(code, message, file, line=line, column=column)
+
+
+def detect_format(header: list[str], file: str = "<trace>") -> TraceFormat:
+    """The format whose columns the header holds; TRACE.MISSING_COLUMN otherwise."""
+    names = {h.strip() for h in header}
+    best: tuple[int, TraceFormat] | None = None
+    for fmt, cols in FORMATS.items():
+        have = sum(c in names for c in (cols.arrival, cols.prompt, cols.output))
+        if have == 3:
+            return fmt
+        if have and (best is None or have > best[0]):
+            best = (have, fmt)
+    if best is not None:
+        cols = FORMATS[best[1]]
+        missing = [c for c in (cols.arrival, cols.prompt, cols.output) if c not in names]
+        raise _error(
+            "TRACE.MISSING_COLUMN",
+            f"header looks like the {best[1].value} format but lacks {', '.join(missing)}",
+            file,
+            1,
+            1,
+        )
+    expected = "; ".join(
+        f"{fmt.value}: {c.arrival},{c.prompt},{c.output}" for fmt, c in FORMATS.items()
+    )
+    raise _error(
+        "TRACE.MISSING_COLUMN",
+        f"header {','.join(header)!r} matches no known trace format ({expected})",
+        file,
+        1,
+        1,
+    )
+
+
+def _timestamp_seconds(text: str) -> Decimal:
+    """Exact seconds since 1970-01-01 of a datetime string (naive times are read as UTC)."""
+    m = _TIMESTAMP_RE.match(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a YYYY-MM-DD HH:MM:SS[.fraction] timestamp")
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    whole = datetime(year, month, day, hour, minute, second)
+    seconds = Decimal((whole - datetime(1970, 1, 1)) // timedelta(seconds=1))
+    if m.group(7):
+        seconds += Decimal("0." + m.group(7))
+    zone = m.group(8)
+    if zone and zone != "Z":
+        sign = -1 if zone[0] == "+" else 1
+        hh, mm = int(zone[1:3]), int(zone[-2:])
+        seconds += sign * (hh * 3600 + mm * 60)
+    return seconds
+
+
+def _bad_field(
+    file: str,
+    line: int,
+    header: list[str],
+    fields: list[str],
+    offsets: list[int],
+    i: int,
+    what: str,
+) -> InputError:
+    return _error(
+        "TRACE.BAD_ROW", f"{header[i].strip()}={fields[i]!r}: {what}", file, line, offsets[i]
+    )
+
+
+def _columns_offsets(fields: list[str]) -> list[int]:
+    """1-based character column where each field starts (exact for unquoted CSV)."""
+    out: list[int] = []
+    col = 1
+    for f in fields:
+        out.append(col)
+        col += len(f) + 1
+    return out
+
+
+def trace_format(
+    path: str | Path, fmt: TraceFormat | str = "auto", *, display: str | None = None
+) -> TraceFormat:
+    """The format of a trace file, read from its header (and checked against `fmt`)."""
+    name = display if display is not None else str(path)
+    p = Path(path)
+    if not p.is_file():
+        raise InputError.at("TRACE.NOT_FOUND", "no such trace file", name)
+    with p.open("r", encoding="utf-8-sig", newline="") as fh:
+        return _header(fh.readline(), fmt, name)[0]
+
+
+def _header(line: str, fmt: TraceFormat | str, name: str) -> tuple[TraceFormat, list[str]]:
+    if not line.strip():
+        raise _error("TRACE.EMPTY", "the trace has no header row", name, 1, 1)
+    header = next(csv.reader([line]))
+    detected = detect_format(header, name)
+    if fmt not in ("auto", *(f.value for f in TraceFormat)):
+        raise InputError.at(
+            "TRACE.OPTION.RANGE", f"unknown trace format {fmt!r} (auto, splitwise, azure)", name
+        )
+    chosen = TraceFormat(fmt) if fmt != "auto" else detected
+    if chosen is not detected:
+        raise _error(
+            "TRACE.MISSING_COLUMN",
+            f"declared format {chosen.value} but the header is {detected.value}'s",
+            name,
+            1,
+            1,
+        )
+    return chosen, header
+
+
+def iter_trace_rows(
+    path: str | Path,
+    fmt: TraceFormat | str = "auto",
+    *,
+    display: str | None = None,
+    limit: int | None = None,
+    time_scale: Decimal | int | float | str = 1,
+) -> Iterator[TraceRow]:
+    """Stream validated rows of a trace CSV, in file order.
+
+    Arrivals must not decrease (TRACE.UNSORTED); token counts must be integers, prompt >= 1
+    and output >= 1 (TRACE.BAD_ROW). `time_scale` multiplies every arrival (0.5 replays the
+    trace twice as fast). Azure timestamps count from the first row.
+    """
+    name = display if display is not None else str(path)
+    p = Path(path)
+    if not p.is_file():
+        raise InputError.at("TRACE.NOT_FOUND", "no such trace file", name)
+    scale = Decimal(str(time_scale))
+    if not scale > 0:
+        raise InputError.at("TRACE.OPTION.RANGE", f"time_scale must be > 0, got {scale}", name)
+    with p.open("r", encoding="utf-8-sig", newline="") as fh:
+        chosen, header = _header(fh.readline(), fmt, name)
+        cols = FORMATS[chosen]
+        index = {h.strip(): i for i, h in enumerate(header)}
+        i_arr, i_prompt, i_out = index[cols.arrival], index[cols.prompt], index[cols.output]
+        width = len(header)
+        first: Decimal | None = None
+        previous: Decimal | None = None
+        produced = 0
+        for line_no, raw in enumerate(fh, start=2):
+            if limit is not None and produced >= limit:
+                return
+            if not raw.strip():
+                continue
+            fields = next(csv.reader([raw.rstrip("\r\n")]))
+            offsets = _columns_offsets(fields)
+            if len(fields) != width:
+                raise _error(
+                    "TRACE.BAD_ROW",
+                    f"expected {width} fields, found {len(fields)}",
+                    name,
+                    line_no,
+                    1,
+                )
+
+            text = fields[i_arr].strip()
+            try:
+                if chosen is TraceFormat.AZURE:
+                    seconds = _timestamp_seconds(text)
+                    if first is None:
+                        first = seconds
+                    seconds -= first
+                else:
+                    seconds = Decimal(text)
+                    if not seconds.is_finite():
+                        raise InvalidOperation
+            except (ValueError, InvalidOperation):
+                raise _bad_field(
+                    name, line_no, header, fields, offsets, i_arr, "not a valid arrival time"
+                ) from None
+            if seconds < 0:
+                raise _bad_field(
+                    name, line_no, header, fields, offsets, i_arr, "arrival is negative"
+                )
+            if previous is not None and seconds < previous:
+                raise _error(
+                    "TRACE.UNSORTED",
+                    f"arrival {text} is earlier than the previous row's; sort the trace by"
+                    " arrival first",
+                    name,
+                    line_no,
+                    offsets[i_arr],
+                )
+            previous = seconds
+            counts: list[int] = []
+            for i, minimum in ((i_prompt, 1), (i_out, 1)):
+                value = fields[i].strip()
+                if not value.isdigit():
+                    raise _bad_field(
+                        name, line_no, header, fields, offsets, i, "not an integer token count"
+                    )
+                n = int(value)
+                if n < minimum:
+                    raise _bad_field(
+                        name,
+                        line_no,
+                        header,
+                        fields,
+                        offsets,
+                        i,
+                        f"token count must be >= {minimum}",
+                    )
+                counts.append(n)
+            produced += 1
+            yield TraceRow(line_no, seconds * _MS_PER_S * scale, counts[0], counts[1])
+        if produced == 0:
+            raise _error("TRACE.EMPTY", "the trace has no data rows", name, 2)
+
+
+def read_int_column(path: str | Path, column: str, *, display: str | None = None) -> list[int]:
+    """All values of one integer column of a CSV (for length resampling); located errors."""
+    name = display if display is not None else str(path)
+    p = Path(path)
+    if not p.is_file():
+        raise InputError.at("TRACE.NOT_FOUND", "no such trace file", name)
+    out: list[int] = []
+    with p.open("r", encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh)
+        header = [h.strip() for h in next(reader, [])]
+        if column not in header:
+            raise _error(
+                "TRACE.MISSING_COLUMN",
+                f"no column {column!r} (columns: {', '.join(header)})",
+                name,
+                1,
+                1,
+            )
+        idx = header.index(column)
+        for fields in reader:
+            if not fields or not "".join(fields).strip():
+                continue
+            line_no = reader.line_num
+            if len(fields) <= idx:
+                raise _error("TRACE.BAD_ROW", f"row has no {column!r} field", name, line_no, 1)
+            value = fields[idx].strip()
+            if not value.isdigit() or int(value) < 1:
+                raise _error(
+                    "TRACE.BAD_ROW",
+                    f"{column}={value!r}: not a positive integer",
+                    name,
+                    line_no,
+                    _columns_offsets(fields)[idx],
+                )
+            out.append(int(value))
+    if not out:
+        raise _error("TRACE.EMPTY", f"column {column!r} has no values", name, 2)
+    return out
+
+
+def ms_number(value: Decimal) -> int | float:
+    """An exact decimal of milliseconds as the JSON number the manifest stores."""
+    if value == value.to_integral_value():
+        return int(value)
+    return float(value)
+
+
+def trace_request(
+    row: TraceRow,
+    index: int,
+    *,
+    prefix: str,
+    max_output_tokens: int | None,
+) -> tuple[dict[str, Any], int]:
+    """The online declaration of one row and its hidden realized output length."""
+    realized = row.output_tokens
+    cap = realized if max_output_tokens is None else max_output_tokens
+    decl: dict[str, Any] = {
+        "request_id": f"{prefix}-{index:06d}",
+        "request_generation": 0,
+        "arrival": ms_number(row.arrival_ms),
+        "arrival_order": index,
+        "prompt_tokens": row.prompt_tokens,
+        "max_output_tokens": cap,
+    }
+    return decl, min(realized, cap)
+
+
+def describe_trace_source(fmt: str, path: str, cap: int | None, rows: int) -> str:
+    cap_text = (
+        "max_output_tokens = the realized decode length (a trace-derived cap, not an online"
+        " declaration)"
+        if cap is None
+        else f"max_output_tokens = declared cap {cap} (realized lengths clipped to it)"
+    )
+    return f"imported from {fmt} trace {Path(path).name} ({rows} requests); {cap_text}"
