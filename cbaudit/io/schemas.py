@@ -119,6 +119,7 @@ def validate(
     if is_valid(data, name):
         return []
     findings: list[Finding] = []
+    required_seen: dict[str, int] = {}
     errors = sorted(
         _detailed_validator(name).iter_errors(data),
         key=lambda e: ([str(p) for p in e.absolute_path], str(e.validator)),
@@ -132,7 +133,10 @@ def validate(
                 for m in err.validator_value
                 if isinstance(err.instance, dict) and m not in err.instance
             ]
-            target = pointer_join(pointer, missing[0]) if missing else pointer
+            # jsonschema yields one error per missing member, in the order of `required`.
+            k = required_seen.get(pointer, 0)
+            required_seen[pointer] = k + 1
+            target = pointer_join(pointer, missing[k]) if k < len(missing) else pointer
             loc = locate(pointer) if locate else Location(file=file, pointer=pointer)
             loc = Location(file=loc.file, pointer=target, line=loc.line, column=loc.column)
         else:

@@ -1,0 +1,390 @@
+"""Result checks: planned vs completed, the output clock, and completed-service debits."""
+
+from __future__ import annotations
+
+from cbaudit.contract.issues import Issue
+from cbaudit.contract.records import (
+    IterationPlan,
+    IterationResult,
+    Phase,
+    SchedulerState,
+    WorkItem,
+    WorkloadManifest,
+)
+
+_OUTPUT_TERMINALS = frozenset({"eos", "max_output_tokens"})
+
+
+def check_result(
+    workload: WorkloadManifest,
+    state: SchedulerState,
+    plan: IterationPlan,
+    result: IterationResult,
+) -> list[Issue]:
+    """One result against the plan it answers and the state that plan read."""
+    out: list[Issue] = []
+    if result.decision_id != plan.decision_id:
+        out.append(
+            Issue(
+                "RESULT.DECISION.MISMATCH",
+                "result",
+                "/decision_id",
+                f"result answers decision {result.decision_id!r}, the plan is {plan.decision_id!r}",
+            )
+        )
+    if result.input_state_version != plan.input_state_version:
+        out.append(
+            Issue(
+                "RESULT.STATE_VERSION.MISMATCH",
+                "result",
+                "/input_state_version",
+                f"result is bound to state version {result.input_state_version}, the plan to"
+                f" {plan.input_state_version}",
+            )
+        )
+
+    planned: dict[str, WorkItem] = {}
+    for w in plan.selected:
+        planned.setdefault(w.request_id, w)
+    seen: set[str] = set()
+    completed_service: dict[str, int] = {}
+    planned_service: dict[str, int] = {}
+    # (request_id, generation) -> (emitted before, emitted after, max output tokens)
+    advanced: dict[tuple[str, int], tuple[int, int, int]] = {}
+
+    for j, item in enumerate(result.items):
+        base = f"/items/{j}"
+        rid = item.request_id
+        if rid in seen:
+            out.append(
+                Issue("RESULT.ITEM.DUPLICATE", "result", base, f"{rid} has two result items")
+            )
+            continue
+        seen.add(rid)
+        work = planned.get(rid)
+        if work is None:
+            out.append(
+                Issue(
+                    "RESULT.ITEM.UNPLANNED",
+                    "result",
+                    base + "/request_id",
+                    f"{rid} was not selected by decision {plan.decision_id!r}; an unplanned"
+                    " completion cannot publish progress",
+                )
+            )
+            continue
+        if item.request_generation != work.request_generation:
+            out.append(
+                Issue(
+                    "RESULT.GENERATION.STALE",
+                    "result",
+                    base + "/request_generation",
+                    f"{rid}: completion for generation {item.request_generation} cannot advance"
+                    f" planned generation {work.request_generation}",
+                )
+            )
+            continue
+        if item.snapshot_version != work.snapshot_version:
+            out.append(
+                Issue(
+                    "RESULT.SNAPSHOT.STALE",
+                    "result",
+                    base + "/snapshot_version",
+                    f"{rid}: completion for snapshot {item.snapshot_version}, the plan bound"
+                    f" snapshot {work.snapshot_version}",
+                )
+            )
+            continue
+        if item.planned.start != work.start or item.planned.end != work.end:
+            out.append(
+                Issue(
+                    "RESULT.PLANNED.MISMATCH",
+                    "result",
+                    base + "/planned",
+                    f"{rid}: result says planned [{item.planned.start}, {item.planned.end}),"
+                    f" the plan says [{work.start}, {work.end})",
+                )
+            )
+        done = item.completed
+        done_end: int | None = None
+        if done is not None:
+            if done.start != work.start or not (done.start <= done.end <= work.end):
+                out.append(
+                    Issue(
+                        "RESULT.INTERVAL.OUTSIDE_PLAN",
+                        "result",
+                        base + "/completed",
+                        f"{rid}: completed [{done.start}, {done.end}) is not a prefix of planned"
+                        f" [{work.start}, {work.end})",
+                    )
+                )
+            elif done.end > done.start:
+                done_end = done.end
+        view = state.by_id.get(rid)
+        decl = workload.by_id.get(rid)
+        client = (view.client if view is not None else None) or (
+            decl.client if decl is not None else None
+        )
+        if client is not None:
+            width = done_end - work.start if done_end is not None else 0
+            completed_service[client] = completed_service.get(client, 0) + width
+            planned_service[client] = planned_service.get(client, 0) + max(work.width, 0)
+        if view is None or view.request_generation != item.request_generation:
+            continue
+        max_out = decl.max_output_tokens if decl is not None else None
+        out.extend(
+            _check_progress(
+                base,
+                rid=rid,
+                phase=view.derived_phase(),
+                p=view.prompt_tokens,
+                before_state=(view.emitted_tokens, view.computed_tokens, view.committed_tokens),
+                before=(
+                    item.before.emitted_tokens,
+                    item.before.computed_tokens,
+                    item.before.committed_tokens,
+                ),
+                after=(
+                    item.after.emitted_tokens,
+                    item.after.computed_tokens,
+                    item.after.committed_tokens,
+                ),
+                logical=item.after.logical_length,
+                done_end=done_end,
+                max_out=max_out,
+            )
+        )
+        advanced[(rid, item.request_generation)] = (
+            view.emitted_tokens,
+            item.after.emitted_tokens,
+            max_out if max_out is not None else -1,
+        )
+
+    for rid, work in planned.items():
+        if rid not in seen:
+            out.append(
+                Issue(
+                    "RESULT.ITEM.MISSING",
+                    "result",
+                    "/items",
+                    f"{rid}:{work.request_generation} was planned but the result says nothing"
+                    " about it",
+                )
+            )
+    out.extend(_check_events(result, advanced))
+    out.extend(_check_debits(result, completed_service, planned_service))
+    return out
+
+
+def _check_progress(
+    base: str,
+    *,
+    rid: str,
+    phase: Phase | None,
+    p: int,
+    before_state: tuple[int, int, int],
+    before: tuple[int, int, int],
+    after: tuple[int, int, int],
+    logical: int | None,
+    done_end: int | None,
+    max_out: int | None,
+) -> list[Issue]:
+    out: list[Issue] = []
+    e, c, _ = before_state
+    if before != before_state:
+        out.append(
+            Issue(
+                "RESULT.PROGRESS.BEFORE_MISMATCH",
+                "result",
+                base + "/before",
+                f"{rid}: before (e, c, k) = {before}, the state says {before_state}",
+            )
+        )
+    e_after, c_after, k_after = after
+    want_c = done_end if done_end is not None else c
+    if c_after != want_c:
+        out.append(
+            Issue(
+                "RESULT.PROGRESS.COMPUTED_MISMATCH",
+                "result",
+                base + "/after/computed_tokens",
+                f"{rid}: computed after is {c_after}; the completed work leaves it at {want_c}",
+            )
+        )
+    decode_row = done_end is not None and phase is Phase.DECODE_ROW
+    reaches_prompt = done_end is not None and phase is Phase.PREFILL_CHUNK and done_end == p
+    want_e = e + int(decode_row) + int(reaches_prompt)
+    if e_after != want_e:
+        out.append(
+            Issue(
+                "RESULT.OUTPUT_CLOCK.WRONG",
+                "result",
+                base + "/after/emitted_tokens",
+                f"{rid}: emitted after is {e_after}; the output clock gives {e} +"
+                f" {int(decode_row)} (decode row) + {int(reaches_prompt)} (prefill reached p)"
+                f" = {want_e}",
+            )
+        )
+    if k_after > c_after:
+        out.append(
+            Issue(
+                "RESULT.COMMITTED.AHEAD",
+                "result",
+                base + "/after/committed_tokens",
+                f"{rid}: committed {k_after} runs ahead of computed {c_after}",
+            )
+        )
+    if logical is not None and logical != p + e_after:
+        out.append(
+            Issue(
+                "RESULT.LOGICAL_LENGTH.WRONG",
+                "result",
+                base + "/after/logical_length",
+                f"{rid}: logical length {logical}, but prompt + emitted = {p} + {e_after}"
+                f" = {p + e_after}",
+            )
+        )
+    if max_out is not None and e_after > max_out:
+        out.append(
+            Issue(
+                "RESULT.OUTPUT.EXCEEDS_MAX",
+                "result",
+                base + "/after/emitted_tokens",
+                f"{rid}: emitted {e_after} > max_output_tokens {max_out}",
+            )
+        )
+    return out
+
+
+def _check_events(
+    result: IterationResult, advanced: dict[tuple[str, int], tuple[int, int, int]]
+) -> list[Issue]:
+    out: list[Issue] = []
+    indices: dict[tuple[str, int], list[int]] = {}
+    for i, ev in enumerate(result.output_events):
+        ident = (ev.request_id, ev.request_generation)
+        if ident not in advanced:
+            out.append(
+                Issue(
+                    "RESULT.OUTPUT_EVENT.MISMATCH",
+                    "result",
+                    f"/output_events/{i}",
+                    f"output event for {ev.request_id}:{ev.request_generation}, which has no"
+                    " valid completed item in this result",
+                )
+            )
+            continue
+        indices.setdefault(ident, []).append(ev.output_index)
+    for ident, (e_before, e_after, _) in advanced.items():
+        want = list(range(e_before + 1, e_after + 1))
+        got = sorted(indices.get(ident, []))
+        if got != want:
+            out.append(
+                Issue(
+                    "RESULT.OUTPUT_EVENT.MISMATCH",
+                    "result",
+                    "/output_events",
+                    f"{ident[0]}:{ident[1]}: output events {got}, but emitted advanced"
+                    f" {e_before} -> {e_after} (want {want})",
+                )
+            )
+    terminated: set[tuple[str, int]] = set()
+    for i, tev in enumerate(result.terminal_events):
+        ident = (tev.request_id, tev.request_generation)
+        terminated.add(ident)
+        if ident not in advanced:
+            out.append(
+                Issue(
+                    "RESULT.TERMINAL.UNPLANNED",
+                    "result",
+                    f"/terminal_events/{i}",
+                    f"terminal event for {tev.request_id}:{tev.request_generation}, which has no"
+                    " valid item in this result",
+                )
+            )
+            continue
+        e_before, e_after, _ = advanced[ident]
+        if tev.reason in _OUTPUT_TERMINALS and e_after <= e_before:
+            out.append(
+                Issue(
+                    "RESULT.TERMINAL.WITHOUT_OUTPUT",
+                    "result",
+                    f"/terminal_events/{i}/reason",
+                    f"{tev.request_id}: {tev.reason} needs an output token in this iteration,"
+                    " but none was emitted",
+                )
+            )
+    for ident, (e_before, e_after, max_out) in advanced.items():
+        if e_after > e_before and e_after == max_out and ident not in terminated:
+            out.append(
+                Issue(
+                    "RESULT.TERMINAL.MISSING",
+                    "result",
+                    "/terminal_events",
+                    f"{ident[0]}:{ident[1]} reached max_output_tokens {max_out} without a"
+                    " terminal event",
+                )
+            )
+    return out
+
+
+def _check_debits(
+    result: IterationResult, completed: dict[str, int], planned: dict[str, int]
+) -> list[Issue]:
+    out: list[Issue] = []
+    debited: set[str] = set()
+    for i, debit in enumerate(result.service_debits):
+        base = f"/service_debits/{i}"
+        client = debit.client
+        if client in debited:
+            out.append(
+                Issue(
+                    "RESULT.DEBIT.DUPLICATE",
+                    "result",
+                    base + "/client",
+                    f"{client} is debited twice in one result",
+                )
+            )
+            continue
+        debited.add(client)
+        want = completed.get(client, 0)
+        if debit.tokens == want:
+            continue
+        if client not in completed:
+            out.append(
+                Issue(
+                    "RESULT.DEBIT.UNKNOWN_CLIENT",
+                    "result",
+                    base + "/client",
+                    f"{client} has no item in this result, yet is debited {debit.tokens}",
+                )
+            )
+        elif debit.tokens == planned.get(client) and planned.get(client) != want:
+            out.append(
+                Issue(
+                    "RESULT.DEBIT.PLANNED_SERVICE",
+                    "result",
+                    base + "/tokens",
+                    f"{client} debited {debit.tokens} planned tokens; only {want} completed",
+                )
+            )
+        else:
+            out.append(
+                Issue(
+                    "RESULT.DEBIT.MISMATCH",
+                    "result",
+                    base + "/tokens",
+                    f"{client} debited {debit.tokens}; its completed service is {want}",
+                )
+            )
+    for client in sorted(completed):
+        if completed[client] > 0 and client not in debited:
+            out.append(
+                Issue(
+                    "RESULT.DEBIT.MISMATCH",
+                    "result",
+                    "/service_debits",
+                    f"{client} completed {completed[client]} tokens but is not debited",
+                )
+            )
+    return out
