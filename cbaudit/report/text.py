@@ -48,7 +48,7 @@ def render_text(report: Report, verbosity: int = 0, color: bool = False) -> str:
         line.append(f" {result.check}  {result.subject}")
         if result.reason:
             line.append(f"  ({result.reason})", style="dim")
-        console.print(line)
+        console.print(line, soft_wrap=True)
         for finding in result.findings:
             ftext = Text("  ")
             ftext.append(finding.location.render(), style="bold")
@@ -57,7 +57,7 @@ def render_text(report: Report, verbosity: int = 0, color: bool = False) -> str:
                 f"{finding.severity.value} {finding.code}", style=_SEVERITY_STYLE[finding.severity]
             )
             ftext.append(f": {finding.message}")
-            console.print(ftext)
+            console.print(ftext, soft_wrap=True)
         if verbosity > 0 and result.metrics:
             table = Table(show_header=False, box=None, padding=(0, 2))
             for key in sorted(result.metrics):
