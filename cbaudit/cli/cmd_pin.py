@@ -1,10 +1,155 @@
-"""CLI command module (placeholder until its issue lands)."""
+"""`cbaudit verify-pin MANIFEST (--source DIR | --git-dir DIR)` and `cbaudit pin create`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+import yaml
+
+from cbaudit.cli.common import (
+    FormatOpt,
+    OutputFormat,
+    OutputOpt,
+    QuietOpt,
+    VerboseOpt,
+    atomic_write,
+    emit,
+)
+from cbaudit.io.schemas import validate
+from cbaudit.model import (
+    CheckResult,
+    Finding,
+    InputDigest,
+    InputError,
+    Location,
+    Report,
+    Severity,
+    UsageError,
+)
+from cbaudit.pins.attest import build_statement
+from cbaudit.pins.create import create_manifest, parse_marker_spec
+from cbaudit.pins.manifest import SCHEMA, load_manifest
+from cbaudit.pins.sources import DirectorySource, GitSource, SourceReader
+from cbaudit.pins.verify import verify
+from cbaudit.report.json_report import dumps_canonical
+
+pin_app = typer.Typer(help="Create pin manifests for runtime sources.", no_args_is_help=True)
+
+
+def _check_target(path: Path | None, what: str) -> None:
+    if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
+        raise UsageError(f"{what} {path}: directory {path.parent} does not exist")
+
+
+def verify_pin(
+    manifest: Path = typer.Argument(..., help="Pin manifest (YAML or JSON)."),
+    source: Path | None = typer.Option(
+        None, "--source", help="A checkout or unpacked release to verify against."
+    ),
+    git_dir: Path | None = typer.Option(
+        None, "--git-dir", help="A git repository: blobs are read from the pinned commit."
+    ),
+    attest: Path | None = typer.Option(
+        None, "--attest", help="Write an in-toto Statement of the verified files to FILE."
+    ),
+    fmt: OutputFormat = FormatOpt,
+    output: Path | None = OutputOpt,
+    quiet: bool = QuietOpt,
+    verbose: int = VerboseOpt,
+) -> int:
+    """Check a pin manifest's hashes, sizes, blob ids and line markers against a source."""
+    if (source is None) == (git_dir is None):
+        raise UsageError("verify-pin needs exactly one of --source DIR or --git-dir DIR")
+    _check_target(attest, "--attest")
+    loaded = load_manifest(manifest)
+    reader: SourceReader = (
+        GitSource.open(git_dir) if git_dir is not None else DirectorySource.open(source or Path())
+    )
+    verification = verify(loaded, reader)
+    results = list(verification.results)
+    if attest is not None:
+        statement = build_statement(loaded, verification)
+        if statement is None:
+            note = Finding(
+                "PIN.ATTEST.NO_SUBJECT",
+                f"no file was verified, so no attestation was written to {attest}",
+                Severity.WARNING,
+                Location(file=str(attest)),
+            )
+            results.append(CheckResult("pin.attest", str(attest), (note,)))
+        else:
+            atomic_write(attest, dumps_canonical(statement))
+    m = loaded.manifest
+    summary = {
+        "runtime": m.runtime,
+        "version": m.version,
+        "tag": m.tag,
+        "commit": m.commit,
+        "source": verification.source_kind,
+        "files": len(verification.files),
+        "files_verified": sum(f.verified for f in verification.files),
+        "markers_checked": sum(f.markers_checked for f in verification.files),
+        "markers_ok": sum(f.markers_ok for f in verification.files),
+    }
+    digest = InputDigest(loaded.document.path, loaded.document.sha256)
+    report = Report.build("verify-pin", results, inputs=[digest], summary=summary)
+    return emit(report, fmt, output, quiet, verbose)
+
+
+@pin_app.command("create")
+def pin_create(
+    source: Path = typer.Option(..., "--source", help="Source tree to pin files from."),
+    files: list[str] = typer.Option([], "--file", help="Path (relative to --source) to pin."),
+    markers: list[str] = typer.Option(
+        [], "--marker", help="PATH:LINE[:ID] — pin the exact text of that line."
+    ),
+    runtime: str = typer.Option(..., "--runtime", help="Runtime name, e.g. vllm."),
+    runtime_version: str = typer.Option(..., "--runtime-version", help="Release, e.g. 0.23.0."),
+    repository: str | None = typer.Option(None, "--repository", help="Upstream repository URL."),
+    tag: str | None = typer.Option(None, "--tag", help="Release tag."),
+    commit: str | None = typer.Option(None, "--commit", help="40-hex commit id."),
+    tag_object: str | None = typer.Option(None, "--tag-object", help="Annotated tag object id."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Write the manifest here (.json: JSON, else YAML)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --output file."),
+) -> int:
+    """Write a pin manifest (hashes, sizes, blob ids, marker lines) for files of a source tree."""
+    if output is not None and output.exists() and not force:
+        raise UsageError(f"--output {output} exists; pass --force to overwrite it")
+    _check_target(output, "--output")
+    specs = [parse_marker_spec(m) for m in markers]
+    made = create_manifest(
+        DirectorySource.open(source),
+        files,
+        specs,
+        runtime=runtime,
+        version=runtime_version,
+        repository=repository,
+        tag=tag,
+        commit=commit,
+        tag_object=tag_object,
+    )
+    data = made.to_data()
+    problems = validate(data, SCHEMA, file="<pin create>")
+    if problems:
+        raise InputError(problems)
+    json_out = output is not None and output.suffix.lower() == ".json"
+    text = (
+        dumps_canonical(data)
+        if json_out
+        else yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=4096)
+    )
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        atomic_write(output, text)
+        n = sum(len(f.markers) for f in made.files)
+        typer.echo(f"wrote {output}: {len(made.files)} files, {n} markers", err=True)
+    return 0
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app."""
-    del app
+    app.command("verify-pin")(verify_pin)
+    app.add_typer(pin_app, name="pin")
