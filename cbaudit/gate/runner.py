@@ -202,8 +202,12 @@ def run_gate(
     if update or njobs == 1 or len(specs) < 2:
         per_check = [run_check(s, update) for s in specs]
     else:
+        # Many checks are milliseconds long: hand them out in chunks so process overhead
+        # does not dominate, while still balancing a few long checks across workers.
+        chunk = max(1, len(specs) // (njobs * 4))
         with ProcessPoolExecutor(max_workers=njobs) as pool:
-            per_check = list(pool.map(_run_check_task, [(s, update) for s in specs], chunksize=1))
+            tasks = [(s, update) for s in specs]
+            per_check = list(pool.map(_run_check_task, tasks, chunksize=chunk))
     results = [r for group in per_check for r in group]
     claims: list[dict[str, Any]] = []
     for spec, group in zip(specs, per_check, strict=True):
