@@ -8,10 +8,9 @@ are only counted, so memory does not grow with the length of the trace.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from cbaudit.contract.issues import Issue
 from cbaudit.contract.leaks import scan_leaks, strip_leaks
@@ -93,22 +92,20 @@ def validate_trace(
         loc = Location(file=name, pointer=pointer, line=lineno)
         sink.add(Finding(code=code, message=message, location=loc), unusable=True)
 
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed in the finally below
-    except OSError as err:
-        broken("LOAD.NOT_FOUND" if isinstance(err, FileNotFoundError) else "LOAD.IO", str(err), 0)
+    opened = _open(path, name, sink)
+    if opened is None:
         return _result(name, sink, counts, 0)
+    fh = opened
     lineno = 0
+    records = 0
     try:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
-            try:
-                obj = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
-                obj = _reload(raw, name, lineno, sink)
-                if obj is None:
-                    continue
+            records += 1
+            obj = _parse_line(raw, name, lineno, sink)
+            if obj is None:
+                continue
             if not isinstance(obj, dict) or not is_valid(obj, "trace-record"):
                 for f in validate(obj, "trace-record", file=name):
                     loc = Location(file=name, pointer=f.location.pointer, line=lineno)
@@ -153,20 +150,39 @@ def validate_trace(
                 emit(check_result(workload, state, plan, result))
     finally:
         fh.close()
+    if records == 0:
+        broken("LOAD.EMPTY", "the trace holds no records", 1)
     return _result(name, sink, counts, lineno)
 
 
-def _reload(raw: bytes, name: str, lineno: int, sink: _Collector) -> Any:
-    """Re-parse a line that json.loads refused, through the loader, for a located finding."""
+def _open(path: Path | str, name: str, sink: _Collector) -> BinaryIO | None:
+    """Open the trace, or record a located LOAD finding and return None."""
+    p = Path(path)
+    code, message = "", ""
+    if not p.exists():
+        code, message = "LOAD.NOT_FOUND", "no such file"
+    elif p.is_dir():
+        code, message = "LOAD.IS_DIRECTORY", "is a directory, expected a JSONL file"
+    else:
+        try:
+            return open(p, "rb")
+        except OSError as err:
+            code, message = "LOAD.UNREADABLE", f"cannot read: {err.strerror or err}"
+    sink.add(Finding(code, message, location=Location(file=name)), unusable=True)
+    return None
+
+
+def _parse_line(raw: bytes, name: str, lineno: int, sink: _Collector) -> Any:
+    """Parse one line with the strict loader (duplicates, NaN, depth...); None when broken."""
     try:
-        return load_text(raw, name=name, fmt="json", expect=None, line_offset=lineno - 1).data
+        text = raw.rstrip(b"\r\n")  # a truncated record ends on its own line, not the next
+        return load_text(text, name=name, fmt="json", expect=dict, line_offset=lineno - 1).data
     except InputError as err:
-        for f in err.findings:  # one record is one line, whatever the parser counted
-            loc = Location(file=name, pointer=f.location.pointer, line=lineno)
+        for f in err.findings:
+            loc = Location(
+                file=name, pointer=f.location.pointer, line=lineno, column=f.location.column
+            )
             sink.add(Finding(f.code, f.message, f.severity, loc), unusable=True)
-    except (ValueError, UnicodeDecodeError) as err:
-        loc = Location(file=name, pointer="", line=lineno)
-        sink.add(Finding("LOAD.SYNTAX", f"not valid JSON: {err}", location=loc), unusable=True)
     return None
 
 

@@ -28,6 +28,12 @@ KINDS: dict[str, str] = {
     # Hash binding.
     "pin": "cbaudit.pins.gate_kinds:run_pin",
     "formula_audit": "cbaudit.formulas.gate_kinds:run_formula_audit",
+    # Loop 11: comparability, registries, sensitivity and failure closure.
+    "compare_results": "cbaudit.results.gate_kinds:run_compare",
+    "result_registry_audit": "cbaudit.results.gate_kinds:run_registry_audit",
+    "one_control_sensitivity": "cbaudit.results.gate_kinds:run_sensitivity",
+    "failure_closure": "cbaudit.results.gate_kinds:run_failure_closure",
+    "loop11_negative": "cbaudit.results.gate_kinds:run_negative",
     # Measured evidence.
     "bench_results": "cbaudit.bench.gate_kinds:run_bench_attached",
 }

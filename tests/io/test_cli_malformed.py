@@ -45,17 +45,8 @@ SUBPROCESS_IDS = (
 _STDERR_LINE = re.compile(r"^cbaudit: (?P<loc>\S+): error (?P<code>[A-Z][A-Z0-9_.]+): ")
 
 
-# cbaudit/contract/trace.py reads lines with plain json.loads (duplicate keys, NaN and
-# 1e999 pass), re-locates loader findings to the line only (the column is dropped) and
-# accepts an empty trace. Reading through `iter_jsonl` fixes all of these; then these
-# strict xfails turn into failures, and the mark should go.
-_TRACE_XFAIL = pytest.mark.xfail(
-    strict=True, reason="validate-plan --trace does not read through iter_jsonl yet"
-)
-
-
 def _params(cases: tuple[Case, ...] | list[Case]) -> list[Any]:
-    return [pytest.param(c, id=c.id, marks=[_TRACE_XFAIL] if c.is_jsonl else []) for c in cases]
+    return [pytest.param(c, id=c.id) for c in cases]
 
 
 def _args(path: Path | str, case: Case) -> list[str | Path]:

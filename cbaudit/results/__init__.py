@@ -1,0 +1,15 @@
+"""Comparability of results, honest statistics, paper registries and the Loop 11 oracles.
+
+Parts (one job each):
+
+* `stats`: medians with distribution-free CIs, Mann-Whitney U, geometric means.
+* `coordinates`: the comparison coordinate set and the comparability rule (article F67).
+* `samples`: the `SampleSet` every input type is adapted into, and the adapter registry.
+* `metrics`: the metric registry (direction: lower or higher is better).
+* `compare`: measured comparisons and comparability refusals.
+* `registries`: audits of the paper-contract and source-reported-result registries.
+* `sensitivity`: the one-control sensitivity oracle on the article's base fixture.
+* `closure`: the failure-closure registry, bound to prior artifacts by sha256.
+* `negative`: negative fixtures (one mutation each, a declared finding code).
+* `gate_kinds`: the gate check kinds built on the above.
+"""

@@ -1,0 +1,407 @@
+"""Audits of the paper-contract registry and the source-reported result registry (0x0E).
+
+The audit is what makes the registries executable: every contract keeps its nine fields,
+non-claims and source version; every result keeps its coordinates, stays source-reported and
+unreproduced; no theorem travels to a contract or composition that did not prove it; no
+foreign fact is re-owned by the scheduler; and no ranking is produced across results whose
+comparison coordinates differ. The pairwise check finds the article's answer: zero comparable
+pairs, so `generic_policy_ranking_allowed` stays false.
+
+Finding codes (all errors):
+
+RESULTS.CONTRACT.FIELD_MISSING   a K field, non-claims or the source version is missing/empty
+RESULTS.CONTRACT.SET_MISMATCH    the contracts are not exactly the article's eight methods
+RESULTS.REGISTRY.DUPLICATE_ID    an id appears twice
+RESULTS.SOURCE.UNKNOWN           a contract/result names a source the registry does not list
+RESULTS.SOURCE.DRIFT             a recorded source version (or commit) differs from the source's
+RESULTS.EVIDENCE.OVERCLAIM       source-reported evidence presented as local/measured
+RESULTS.HIDDEN_TRUTH.LEAK        online-visible state includes hidden (realized/future) truth
+RESULTS.OWNER.COLLAPSE           a foreign fact is owned by the scheduler itself
+RESULTS.THEOREM.TRANSFER         a theorem attached to a contract/composition that did not prove it
+RESULTS.THEOREM.PREMISES_MISSING a theorem without premises
+RESULTS.RESULT.COORDINATE_MISSING      a result lacks a coordinate of R
+RESULTS.RESULT.COORDINATE_INCOMPLETE   `coordinate_complete: true` with an unreported coordinate
+RESULTS.RESULT.UNKNOWN_METHOD    a result names a method without a contract
+RESULTS.RANKING.UNIVERSAL        generic ranking allowed, or a ranking declared
+RESULTS.RANKING.INCOMPARABLE     a comparison claim between results that are not comparable
+RESULTS.COMPARISON_SET.WEAKENED  the declared comparison set drops one of the eight coordinates
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+from cbaudit.io.schemas import validate
+from cbaudit.model import Finding, Location
+from cbaudit.model.findings import pointer_join
+from cbaudit.results.coordinates import COMPARISON_GROUPS, differences, flatten, is_unreported
+
+Locator = Callable[[str], Location]
+
+CONTRACT_FIELDS: tuple[tuple[str, str], ...] = (
+    ("G", "granularity"),
+    ("I", "protected_identity"),
+    ("S", "visible_state"),
+    ("D", "decision_output"),
+    ("U", "unknown_future"),
+    ("O", "objective"),
+    ("M", "metric"),
+    ("A", "assumptions"),
+    ("F", "foreign_owners"),
+)
+EXPECTED_METHODS = frozenset(
+    {"orca", "sarathi", "sarathi-serve", "fastserve", "vtc", "preble", "layerkv", "vllm-v0.23.0"}
+)
+RESULT_COORDINATES = (
+    "model",
+    "hardware_parallelism",
+    "workload",
+    "baseline",
+    "metric",
+    "slo",
+    "load",
+    "evidence_class",
+)
+_HIDDEN = re.compile(
+    r"realized|realised|hidden.truth|fixture_only_hidden_truth|future arrival", re.I
+)
+_SELF_OWNERS = frozenset({"m5.2", "policy", "iteration policy", "the policy"})
+
+
+def _is_self_owner(owner: str) -> bool:
+    low = owner.strip().lower()
+    return low in _SELF_OWNERS or "scheduler" in low
+
+
+@dataclass(frozen=True)
+class RegistryAudit:
+    """Findings plus the summary the gate compares with its expected file."""
+
+    findings: tuple[Finding, ...]
+    summary: Mapping[str, Any]
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _empty(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, (list, dict)):
+        return len(value) == 0
+    return False
+
+
+class _Sink:
+    def __init__(self, file: str, locate: Locator | None) -> None:
+        self.file = file
+        self.locate = locate
+        self.items: list[Finding] = []
+
+    def add(self, code: str, message: str, pointer: str) -> None:
+        loc = self.locate(pointer) if self.locate else Location(file=self.file, pointer=pointer)
+        self.items.append(Finding(code, message, location=loc))
+
+
+def _audit_contracts(data: Mapping[str, Any], sink: _Sink) -> dict[str, Any]:
+    sources = _map(data.get("sources"))
+    contracts = _list(data.get("contracts"))
+    seen: set[str] = set()
+    theorems: dict[str, str] = {}
+    for i, c in enumerate(contracts):
+        ptr = pointer_join("/contracts", i)
+        if not isinstance(c, Mapping):
+            continue
+        cid = str(c.get("id"))
+        if cid in seen:
+            sink.add("RESULTS.REGISTRY.DUPLICATE_ID", f"contract id {cid!r} appears twice", ptr)
+        seen.add(cid)
+        for letter, name in (*CONTRACT_FIELDS, ("-", "non_claims")):
+            if _empty(c.get(name)):
+                sink.add(
+                    "RESULTS.CONTRACT.FIELD_MISSING",
+                    f"contract {cid}: field {name} ({letter}) is missing or empty",
+                    pointer_join(ptr, name),
+                )
+        metric = c.get("metric")
+        if isinstance(metric, Mapping):
+            for part in ("name", "denominator"):
+                if _empty(metric.get(part)):
+                    sink.add(
+                        "RESULTS.CONTRACT.FIELD_MISSING",
+                        f"contract {cid}: metric {part} is missing",
+                        pointer_join(ptr, "metric", part),
+                    )
+        src = _map(c.get("source"))
+        if _empty(src.get("version")):
+            sink.add(
+                "RESULTS.CONTRACT.FIELD_MISSING",
+                f"contract {cid}: source version is missing",
+                pointer_join(ptr, "source", "version"),
+            )
+        else:
+            _check_source(src, sources, cid, pointer_join(ptr, "source"), sink)
+        if c.get("evidence_class") != "source_reported" or c.get("locally_reproduced") is True:
+            sink.add(
+                "RESULTS.EVIDENCE.OVERCLAIM",
+                f"contract {cid}: a paper contract is source-reported and not reproduced here"
+                f" (evidence_class={c.get('evidence_class')!r},"
+                f" locally_reproduced={c.get('locally_reproduced')!r})",
+                pointer_join(ptr, "evidence_class"),
+            )
+        for j, item in enumerate(_list(c.get("visible_state"))):
+            if isinstance(item, str) and _HIDDEN.search(item):
+                sink.add(
+                    "RESULTS.HIDDEN_TRUTH.LEAK",
+                    f"contract {cid}: online-visible state names hidden truth: {item!r}",
+                    pointer_join(ptr, "visible_state", j),
+                )
+        for j, fo in enumerate(_list(c.get("foreign_owners"))):
+            owner = fo.get("owner") if isinstance(fo, Mapping) else None
+            if isinstance(owner, str) and _is_self_owner(owner):
+                sink.add(
+                    "RESULTS.OWNER.COLLAPSE",
+                    f"contract {cid}: foreign fact {fo.get('fact')!r} is owned by {owner!r};"
+                    " the scheduler cannot own or repair a foreign fact",
+                    pointer_join(ptr, "foreign_owners", j, "owner"),
+                )
+        thm = c.get("theorem")
+        if isinstance(thm, Mapping):
+            tid = str(thm.get("id"))
+            theorems[tid] = str(thm.get("owner"))
+            if thm.get("owner") != cid:
+                sink.add(
+                    "RESULTS.THEOREM.TRANSFER",
+                    f"contract {cid} carries theorem {tid} proved by {thm.get('owner')!r}",
+                    pointer_join(ptr, "theorem", "owner"),
+                )
+            if _empty(thm.get("premises")):
+                sink.add(
+                    "RESULTS.THEOREM.PREMISES_MISSING",
+                    f"theorem {tid} has no premises",
+                    pointer_join(ptr, "theorem", "premises"),
+                )
+    if seen != EXPECTED_METHODS:
+        missing = sorted(EXPECTED_METHODS - seen)
+        extra = sorted(seen - EXPECTED_METHODS)
+        sink.add(
+            "RESULTS.CONTRACT.SET_MISMATCH",
+            f"contracts must be the article's eight methods; missing {missing}, extra {extra}",
+            "/contracts",
+        )
+    for i, comp in enumerate(_list(data.get("compositions"))):
+        ptr = pointer_join("/compositions", i)
+        if not isinstance(comp, Mapping):
+            continue
+        if comp.get("inherits_theorems"):
+            sink.add(
+                "RESULTS.THEOREM.TRANSFER",
+                f"composition {comp.get('id')} inherits {comp.get('inherits_theorems')};"
+                " a composed policy needs a new proof",
+                pointer_join(ptr, "inherits_theorems"),
+            )
+        if comp.get("new_contract_required") is not True:
+            sink.add(
+                "RESULTS.THEOREM.TRANSFER",
+                f"composition {comp.get('id')} must declare a new contract"
+                " (composition is not a sum)",
+                pointer_join(ptr, "new_contract_required"),
+            )
+        for j, part in enumerate(_list(comp.get("components"))):
+            if part not in seen:
+                sink.add(
+                    "RESULTS.RESULT.UNKNOWN_METHOD",
+                    f"composition {comp.get('id')} names unknown contract {part!r}",
+                    pointer_join(ptr, "components", j),
+                )
+    return {
+        "contracts": len(contracts),
+        "contract_ids": sorted(seen),
+        "theorems": dict(sorted(theorems.items())),
+        "compositions": len(_list(data.get("compositions"))),
+    }
+
+
+def _check_source(
+    src: Mapping[str, Any], sources: Mapping[str, Any], who: str, ptr: str, sink: _Sink
+) -> None:
+    sid = src.get("id")
+    known = sources.get(sid) if isinstance(sid, str) else None
+    if not isinstance(known, Mapping):
+        sink.add("RESULTS.SOURCE.UNKNOWN", f"{who}: source {sid!r} is not in the registry", ptr)
+        return
+    if src.get("version") != known.get("version"):
+        sink.add(
+            "RESULTS.SOURCE.DRIFT",
+            f"{who}: records source version {src.get('version')!r}, the source is"
+            f" {known.get('version')!r}",
+            pointer_join(ptr, "version"),
+        )
+    if "commit" in src and src.get("commit") != known.get("commit"):
+        sink.add(
+            "RESULTS.SOURCE.DRIFT",
+            f"{who}: records commit {src.get('commit')!r},"
+            f" the pinned commit is {known.get('commit')!r}",
+            pointer_join(ptr, "commit"),
+        )
+
+
+def _audit_results(
+    data: Mapping[str, Any], sources: Mapping[str, Any], methods: set[str], sink: _Sink
+) -> dict[str, Any]:
+    results = _list(data.get("results"))
+    seen: dict[str, dict[str, str | None]] = {}
+    for i, r in enumerate(results):
+        ptr = pointer_join("/results", i)
+        if not isinstance(r, Mapping):
+            continue
+        rid = str(r.get("id"))
+        if rid in seen:
+            sink.add("RESULTS.REGISTRY.DUPLICATE_ID", f"result id {rid!r} appears twice", ptr)
+        coords = _map(r.get("coordinates"))
+        for name in RESULT_COORDINATES:
+            if _empty(coords.get(name)):
+                sink.add(
+                    "RESULTS.RESULT.COORDINATE_MISSING",
+                    f"result {rid}: coordinate {name} is missing (write `unreported` if the source"
+                    " does not state it)",
+                    pointer_join(ptr, "coordinates", name),
+                )
+        src = _map(r.get("source"))
+        for part, letter in (("version", "V"), ("location", "C_s")):
+            if _empty(src.get(part)):
+                sink.add(
+                    "RESULTS.RESULT.COORDINATE_MISSING",
+                    f"result {rid}: source {part} ({letter}) is missing",
+                    pointer_join(ptr, "source", part),
+                )
+        value = r.get("value")
+        if not isinstance(value, Mapping) or _empty(value.get("text")):
+            sink.add(
+                "RESULTS.RESULT.COORDINATE_MISSING",
+                f"result {rid}: reported value (Y) is missing",
+                pointer_join(ptr, "value"),
+            )
+        if not _empty(src.get("version")):
+            _check_source(src, sources, f"result {rid}", pointer_join(ptr, "source"), sink)
+        if r.get("method") not in methods:
+            sink.add(
+                "RESULTS.RESULT.UNKNOWN_METHOD",
+                f"result {rid}: method {r.get('method')!r} has no contract",
+                pointer_join(ptr, "method"),
+            )
+        if coords.get("evidence_class") not in (None, "source_reported"):
+            sink.add(
+                "RESULTS.EVIDENCE.OVERCLAIM",
+                f"result {rid}: a paper number is source_reported, not"
+                f" {coords.get('evidence_class')!r}",
+                pointer_join(ptr, "coordinates", "evidence_class"),
+            )
+        if r.get("local_reproduction") is not False:
+            sink.add(
+                "RESULTS.EVIDENCE.OVERCLAIM",
+                f"result {rid}: claims a local reproduction this repository does not contain",
+                pointer_join(ptr, "local_reproduction"),
+            )
+        flat = flatten(coords)
+        if r.get("coordinate_complete") is True:
+            holes = [k for k, v in flat.items() if is_unreported(v)]
+            if holes:
+                sink.add(
+                    "RESULTS.RESULT.COORDINATE_INCOMPLETE",
+                    f"result {rid}: declared complete but {', '.join(holes)} unreported",
+                    pointer_join(ptr, "coordinate_complete"),
+                )
+        seen[rid] = flat
+    declared = data.get("comparison_set")
+    if not isinstance(declared, list) or set(declared) != set(COMPARISON_GROUPS):
+        dropped = sorted(
+            set(COMPARISON_GROUPS) - set(declared if isinstance(declared, list) else [])
+        )
+        sink.add(
+            "RESULTS.COMPARISON_SET.WEAKENED",
+            f"the comparison set must hold all eight coordinates; missing {dropped}",
+            "/comparison_set",
+        )
+    if data.get("generic_policy_ranking_allowed") is not False:
+        sink.add(
+            "RESULTS.RANKING.UNIVERSAL",
+            "generic_policy_ranking_allowed must be false: source-reported results do not rank"
+            " policies",
+            "/generic_policy_ranking_allowed",
+        )
+    if "ranking" in data:
+        sink.add("RESULTS.RANKING.UNIVERSAL", "the registry declares a ranking", "/ranking")
+    pairs: list[list[str]] = []
+    pair_diffs: dict[str, list[str]] = {}
+    for a, b in combinations(sorted(seen), 2):
+        diffs = differences(seen[a], seen[b])
+        if diffs:
+            pair_diffs[f"{a} | {b}"] = [d.coordinate for d in diffs]
+        else:
+            pairs.append([a, b])
+    for i, claim in enumerate(_list(data.get("comparison_claims"))):
+        if not isinstance(claim, Mapping):
+            continue
+        a, b = str(claim.get("a")), str(claim.get("b"))
+        ptr = pointer_join("/comparison_claims", i)
+        if a not in seen or b not in seen:
+            sink.add(
+                "RESULTS.RANKING.INCOMPARABLE", f"claim names unknown result {a!r} or {b!r}", ptr
+            )
+            continue
+        diffs = differences(seen[a], seen[b])
+        if diffs:
+            sink.add(
+                "RESULTS.RANKING.INCOMPARABLE",
+                f"claim {claim.get('claim')!r} ranks {a} against {b}, which differ on "
+                + ", ".join(f"{d.coordinate} ({d.a!r} vs {d.b!r})" for d in diffs),
+                ptr,
+            )
+    return {
+        "results": len(results),
+        "result_ids": sorted(seen),
+        "pairs_checked": len(seen) * (len(seen) - 1) // 2,
+        "comparable_pairs": pairs,
+        "pair_differences": pair_diffs,
+        "generic_policy_ranking_allowed": data.get("generic_policy_ranking_allowed") is True,
+        "ranking_produced": False,
+    }
+
+
+def audit_registries(
+    contracts: Any,
+    results: Any,
+    *,
+    contracts_file: str,
+    results_file: str,
+    locate_contracts: Locator | None = None,
+    locate_results: Locator | None = None,
+) -> RegistryAudit:
+    """Schema and meaning of both registries, plus the pairwise comparability check."""
+    findings: list[Finding] = []
+    findings += validate(contracts, "paper-contracts", file=contracts_file, locate=locate_contracts)
+    findings += validate(
+        results, "source-reported-results", file=results_file, locate=locate_results
+    )
+    c_sink = _Sink(contracts_file, locate_contracts)
+    r_sink = _Sink(results_file, locate_results)
+    c_data = _map(contracts)
+    r_data = _map(results)
+    c_summary = _audit_contracts(c_data, c_sink)
+    sources = _map(c_data.get("sources"))
+    r_summary = _audit_results(r_data, sources, set(c_summary["contract_ids"]), r_sink)
+    findings += c_sink.items + r_sink.items
+    summary = {**c_summary, **r_summary}
+    return RegistryAudit(tuple(findings), summary)
