@@ -10,10 +10,7 @@ from typing import Any
 
 from cbaudit.io.atomic import atomic_write
 from cbaudit.model import Finding, InputError, Location
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+from cbaudit.model.canonical import dumps_canonical
 
 
 @dataclass(frozen=True)
@@ -84,7 +81,7 @@ class GateContext:
         atomically and returns no finding.
         """
         path = self.resolve(rel, field=field)
-        text = _canonical(actual)
+        text = dumps_canonical(actual)
         if self.update:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -102,7 +99,7 @@ class GateContext:
             ]
         old = path.read_text(encoding="utf-8")
         try:
-            old_canon = _canonical(json.loads(old))
+            old_canon = dumps_canonical(json.loads(old))
         except ValueError:
             old_canon = old
         if old_canon == text:

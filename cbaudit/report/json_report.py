@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from cbaudit.model import Report
+from cbaudit.model.canonical import dumps_canonical
 
-
-def dumps_canonical(value: Any) -> str:
-    """The one JSON spelling cbaudit writes: sorted keys, two-space indent, newline."""
-    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+__all__ = ["dumps_canonical", "render_json"]
 
 
 def render_json(report: Report, verbosity: int = 0, color: bool = False) -> str:

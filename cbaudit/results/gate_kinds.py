@@ -280,7 +280,7 @@ def run_failure_closure(spec: Mapping[str, Any], ctx: GateCtx) -> list[CheckResu
         update=ctx.update,
     )
     if ctx.update and audit.updated is not None and audit.updated != doc.data:
-        from cbaudit.report.json_report import dumps_canonical
+        from cbaudit.model.canonical import dumps_canonical
 
         atomic_write(path, dumps_canonical(audit.updated))
     findings = list(audit.findings)
