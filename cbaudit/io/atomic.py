@@ -23,8 +23,17 @@ def atomic_write(path: Path | str, text: str | bytes) -> None:
         data = text.encode("utf-8") if isinstance(text, str) else text
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        # mkstemp creates 0600; give the file the mode a plain open() would (or keep the
+        # mode of the file being replaced).
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,132 @@
+"""Gate kind `bench_results`: a results file as evidence.
+
+Spec fields (besides `id`, `kind`, `title`, `claim`, `evidence_class`):
+
+* `results` (required): path of a results file, relative to the declaring file;
+* `require_measured_gpu` (bool, default false): the claim needs GPU measurements; a file
+  without them makes the check NOT_RUN (never passed);
+* `min_ok_points` (int, default 1): at least this many points must be measured and checked
+  (`BENCH.GATE.TOO_FEW_POINTS`);
+* `max_mixed_mape` (number, optional): the roofline fitted on pure points must predict the
+  mixed points within this mean absolute percentage error, as a fraction
+  (`BENCH.GATE.MIXED_MAPE`); needs GPU results, else NOT_RUN.
+
+Any point that failed its correctness check fails the check with that point's code. The
+result's evidence class is the file's (`measured_cpu` or `measured_gpu`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from cbaudit.bench.checks import point_result, summary_of
+from cbaudit.bench.results import load_results
+from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, Finding, InputError
+
+if TYPE_CHECKING:  # the gate calls down into bench; bench never imports the gate at run time
+    from cbaudit.gate.context import GateContext
+
+_FIELDS = {
+    "id",
+    "kind",
+    "title",
+    "claim",
+    "loop",
+    "evidence_class",
+    "requires",
+    "consumes",
+    "results",
+    "require_measured_gpu",
+    "min_ok_points",
+    "max_mixed_mape",
+}
+
+
+def _field_error(ctx: GateContext, name: str, message: str) -> InputError:
+    return InputError.at("BENCH.GATE.SPEC", message, ctx.manifest, pointer=f"{ctx.pointer}/{name}")
+
+
+def run_bench_attached(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+    """Validate a results file and report what it is worth (see the module docstring)."""
+    unknown = sorted(set(spec) - _FIELDS)
+    if unknown:
+        raise _field_error(ctx, unknown[0], f"unknown field {unknown[0]!r} for kind bench_results")
+    rel = spec.get("results")
+    if not isinstance(rel, str):
+        raise _field_error(ctx, "results", "`results` must be a path to a results file")
+    need_gpu = spec.get("require_measured_gpu", False)
+    if not isinstance(need_gpu, bool):
+        raise _field_error(ctx, "require_measured_gpu", "must be true or false")
+    min_ok = spec.get("min_ok_points", 1)
+    if isinstance(min_ok, bool) or not isinstance(min_ok, int) or min_ok < 0:
+        raise _field_error(ctx, "min_ok_points", "must be a non-negative integer")
+    max_mape = spec.get("max_mixed_mape")
+    if max_mape is not None and (
+        isinstance(max_mape, bool) or not isinstance(max_mape, int | float) or max_mape <= 0
+    ):
+        raise _field_error(ctx, "max_mixed_mape", "must be a positive number (a fraction)")
+    path = ctx.resolve(rel, field="results")
+    results = load_results(path, display=rel)
+    subject = str(spec.get("id", rel))
+    summary = summary_of(results)
+    if (need_gpu or max_mape is not None) and not results.measured_on_gpu:
+        declared = spec.get("evidence_class")
+        return [
+            CheckResult(
+                check="bench_results",
+                subject=subject,
+                metrics=summary,
+                evidence_class=EvidenceClass(declared) if declared else results.evidence_class,
+                status=CheckStatus.NOT_RUN,
+                reason=f"needs GPU measurements; {rel} is {results.label}",
+                artifacts={"results": rel, "results_sha256": results.sha256},
+            )
+        ]
+    findings: list[Finding] = []
+    for p in results.points:
+        res = point_result(results, p)
+        if res.outcome is CheckStatus.FAILED:
+            findings.extend(f for f in res.findings if f.severity.value == "error")
+    usable = len(results.usable_points())
+    if usable < min_ok:
+        findings.append(
+            Finding(
+                "BENCH.GATE.TOO_FEW_POINTS",
+                f"{usable} measured and checked points, the check needs {min_ok}",
+                location=ctx.location("/min_ok_points"),
+            )
+        )
+    metrics: dict[str, Any] = dict(summary)
+    if max_mape is not None:
+        mixed = results.fits.get("mixed") or {}
+        got = mixed.get("mape")
+        metrics["mixed_mape"] = got
+        if results.fits["status"] != "ok" or got is None:
+            findings.append(
+                Finding(
+                    "BENCH.GATE.MIXED_MAPE",
+                    f"no mixed-point MAPE in the fits ({results.fits.get('reason')})",
+                    location=ctx.location("/max_mixed_mape"),
+                )
+            )
+        elif got > max_mape:
+            findings.append(
+                Finding(
+                    "BENCH.GATE.MIXED_MAPE",
+                    f"roofline fitted on pure points misses mixed points by {got:.1%}"
+                    f" (limit {max_mape:.1%})",
+                    location=ctx.location("/max_mixed_mape"),
+                )
+            )
+    return [
+        CheckResult(
+            check="bench_results",
+            subject=subject,
+            findings=tuple(findings),
+            metrics=metrics,
+            evidence_class=results.evidence_class,
+            reason=results.label,
+            artifacts={"results": rel, "results_sha256": results.sha256},
+        )
+    ]
