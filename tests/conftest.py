@@ -7,13 +7,11 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+from repo_paths import EVIDENCE, REPO, SHARED
 
-REPO = Path(__file__).resolve().parent.parent
-EVIDENCE = REPO / "evidence"
-SHARED = REPO.parent / "shared"
+__all__ = ["EVIDENCE", "REPO", "SHARED", "CliRun"]
 
 
 @dataclass(frozen=True)

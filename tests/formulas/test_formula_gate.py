@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from _formula_docs import registry_data, write_article, write_registry
-from conftest import EVIDENCE, REPO, SHARED
+from repo_paths import EVIDENCE, REPO, SHARED
 
 from cbaudit.formulas.gate_kinds import run_formula_audit
 from cbaudit.gate.context import GateContext

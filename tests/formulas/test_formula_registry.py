@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, SHARED
+from repo_paths import REPO, SHARED
 
 from cbaudit.formulas.audit import audit, example_findings, read_article, registry_findings
 from cbaudit.formulas.registry import load_registry

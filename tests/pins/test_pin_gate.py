@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from _pin_trees import make_repo, manifest_data, write_manifest, write_tree
-from conftest import EVIDENCE, REPO
+from repo_paths import EVIDENCE, REPO
 
 from cbaudit.gate.context import GateContext
 from cbaudit.model import CheckStatus, InputError

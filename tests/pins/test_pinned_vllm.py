@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import REPO, SHARED
+from repo_paths import REPO, SHARED
 
 from cbaudit.pins.manifest import consistency_findings, load_manifest
 
