@@ -1,10 +1,141 @@
-"""CLI command module (placeholder until its issue lands)."""
+"""`cbaudit replay WORKLOAD --policy ID`: a deterministic, contract-checked replay."""
 
 from __future__ import annotations
 
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from cbaudit.cli.common import FormatOpt, OutputFormat, OutputOpt, QuietOpt, VerboseOpt, emit
+from cbaudit.model import InputDigest, Report, UsageError
+from cbaudit.sim import replay as core
+from cbaudit.sim.engine import Validation
+from cbaudit.sim.workload import load_workload
+
+
+def _pairs(items: list[str] | None, what: str) -> dict[str, Any]:
+    """`key=value` options; values parse as JSON when they can (numbers, booleans)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{what} {item!r} is not key=value")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+@contextmanager
+def _progress_bar() -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on a terminal, shown only once a replay has run for two seconds."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import Progress
+
+    started = time.monotonic()
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        if "bar" not in state:
+            if time.monotonic() - started < 2.0:
+                return
+            bar = Progress(transient=True)
+            bar.start()
+            state["bar"] = bar
+            state["task"] = bar.add_task("replay", total=total)
+        state["bar"].update(state["task"], completed=done)
+
+    try:
+        yield update
+    finally:
+        if "bar" in state:
+            state["bar"].stop()
+
+
+def replay(
+    workload: Path = typer.Argument(..., help="WorkloadManifest (JSON or YAML)."),
+    policy: str = typer.Option(..., "--policy", "-p", help="Policy id (see --list-policies)."),
+    policy_option: list[str] = typer.Option(None, "--policy-option", help="key=value, repeatable."),
+    cost_model: str = typer.Option("unit", "--cost-model", help="unit | roofline | table."),
+    cost_option: list[str] = typer.Option(None, "--cost-option", help="key=value, repeatable."),
+    budget: list[str] = typer.Option(None, "--budget", help="Override a budget: key=value."),
+    horizon: int = typer.Option(None, "--horizon", min=1, help="Stop after N iterations."),
+    window: list[int] = typer.Option(None, "--window", help="Also report occupancy on [1, N]."),
+    seed: int = typer.Option(None, "--seed", help="Seed recorded with the run (for generators)."),
+    trace_out: Path = typer.Option(None, "--trace-out", help="Write state/plan/result JSONL."),
+    validate: Validation = typer.Option(
+        Validation.CONTRACT, "--validate", help="contract | fast | off."
+    ),
+    no_validate: bool = typer.Option(False, "--no-validate", help="Same as --validate off."),
+    goodput: list[str] = typer.Option(
+        None, "--goodput", help="SLO limits KEY:MS (ttft, tbt, tpot, e2el) for every request."
+    ),
+    slo_window_ms: float = typer.Option(
+        None, "--slo-window-ms", help="Report the SLO outcome ledger over [0, MS]."
+    ),
+    fmt: OutputFormat = FormatOpt,
+    output: Path = OutputOpt,
+    quiet: bool = QuietOpt,
+    verbose: int = VerboseOpt,
+) -> int:
+    """Replay WORKLOAD under a policy; every plan and result is contract-checked."""
+    loaded = load_workload(workload)
+    options = core.ReplayOptions(
+        policy=policy,
+        policy_options=_pairs(policy_option, "--policy-option"),
+        cost_model=cost_model,
+        cost_options=_pairs(cost_option, "--cost-option"),
+        horizon=horizon,
+        seed=seed,
+        budgets=_pairs(budget, "--budget"),
+        windows=tuple(window or ()),
+        validation=Validation.OFF if no_validate else validate,
+        goodput=_goodput(goodput),
+        slo_window_ms=slo_window_ms,
+    )
+    sink = core.trace_file(trace_out) if trace_out is not None else nullcontext(None)
+    with sink as trace, _progress_bar() as progress:
+        run, metrics, evidence = core.run(
+            loaded, options, trace=trace, progress=progress, source=str(workload)
+        )
+    result = core.to_result(run, metrics, evidence, str(workload))
+    report = Report.build(
+        "replay",
+        [result],
+        inputs=[InputDigest.of(workload, display=str(workload))],
+        summary={"policy": policy, "iterations": run.iterations, "stop_reason": run.stop_reason},
+    )
+    return emit(report, fmt, output, quiet, verbose)
+
+
+def _goodput(items: list[str] | None) -> dict[str, float]:
+    from cbaudit.sim.slo import parse_goodput
+
+    try:
+        return parse_goodput(items or [])
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app."""
-    del app
+    """Add `replay` (default subcommand `run`) and `replay sweep` to the app."""
+    from cbaudit.cli import cmd_replay_sweep
+
+    replay_app = typer.Typer(
+        cls=cmd_replay_sweep.ReplayGroup,
+        help="Replay WORKLOAD under a policy (`replay WORKLOAD --policy ID`, the same as"
+        " `replay run ...`), or sweep offered rates (`replay sweep`).",
+        no_args_is_help=True,
+    )
+    replay_app.command("run")(replay)
+    cmd_replay_sweep.register(replay_app)
+    app.add_typer(replay_app, name="replay")

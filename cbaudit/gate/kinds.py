@@ -25,6 +25,9 @@ KINDS: dict[str, str] = {
     "oracle": "cbaudit.oracles.gate_kinds:run_oracle",
     # Replays with expected reports (Loops 3, 9, 10; lesson and lecture).
     "replay": "cbaudit.sim.gate_kinds:run_replay",
+    "policy_snapshots": "cbaudit.sim.gate_kinds:run_policy_snapshots",
+    "admission_cases": "cbaudit.sim.gate_kinds:run_admission_cases",
+    "static_efficiency": "cbaudit.sim.gate_kinds:run_static_efficiency",
     # Hash binding.
     "pin": "cbaudit.pins.gate_kinds:run_pin",
     "formula_audit": "cbaudit.formulas.gate_kinds:run_formula_audit",
@@ -36,6 +39,9 @@ KINDS: dict[str, str] = {
     "loop11_negative": "cbaudit.results.gate_kinds:run_negative",
     # Measured evidence.
     "bench_results": "cbaudit.bench.gate_kinds:run_bench_attached",
+    # Loops 8 and 9: fairness/starvation and preemption/resume (issue 4, part B).
+    "fairness_starvation": "cbaudit.sim.fairness_oracle:run_fairness_starvation",
+    "preemption_resume": "cbaudit.sim.preemption_oracle:run_preemption_resume",
 }
 
 

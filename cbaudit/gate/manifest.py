@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,13 @@ class Bundle:
     checks: tuple[CheckSpec, ...]
 
 
+def loop_label(value: Any) -> str:
+    """One spelling for loop names: `7`, `"7"`, `loop7` and `Loop 7` all become `Loop 7`."""
+    text = str(value).strip()
+    match = re.fullmatch(r"(?i)(?:loop[\s_-]*)?(\d+)", text)
+    return f"Loop {match.group(1)}" if match else text
+
+
 def discover(paths: list[Path]) -> list[Path]:
     """Bundle directories under each path (a path may itself be a bundle)."""
     found: list[Path] = []
@@ -76,8 +84,12 @@ def load_bundle(root: Path) -> Bundle:
     files = [manifest_path]
     specs: list[CheckSpec] = []
 
-    def add_checks(items: list[Any], base_dir: Path, display: str, ptr: str) -> None:
+    def add_checks(
+        items: list[Any], base_dir: Path, display: str, ptr: str, loop: Any = None
+    ) -> None:
         for i, item in enumerate(items):
+            if "loop" in item or loop is not None:
+                item = {**item, "loop": loop_label(item.get("loop", loop))}
             specs.append(
                 CheckSpec(
                     bundle=name,
@@ -108,7 +120,9 @@ def load_bundle(root: Path) -> Bundle:
         inc = load_document(root / rel)
         _schema_errors(inc.data, "check-list", inc.path, inc.locate)
         files.append(root / rel)
-        add_checks(inc.data["checks"], (root / rel).parent, inc.path, "/checks")
+        add_checks(
+            inc.data["checks"], (root / rel).parent, inc.path, "/checks", inc.data.get("loop")
+        )
     seen: dict[str, CheckSpec] = {}
     for spec in specs:
         if spec.check_id in seen:

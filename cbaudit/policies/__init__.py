@@ -1,0 +1,1 @@
+"""Scheduling policies, one module per family, in an explicit registry (`registry.POLICIES`)."""

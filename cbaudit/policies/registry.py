@@ -1,0 +1,62 @@
+"""The explicit policy registry: id -> factory(options). Duplicates are refused.
+
+Adding a policy is adding one module and one `register(...)` line below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cbaudit.policies.base import Policy
+from cbaudit.policies.bounded_admission import BoundedAdmissionPolicy
+from cbaudit.policies.least_slack import LeastSlackPolicy
+from cbaudit.policies.orca import OrcaPolicy
+from cbaudit.policies.phase_first import DecodeFirstPolicy, PrefillFirstPolicy
+from cbaudit.policies.sarathi import SarathiServePolicy
+from cbaudit.policies.static import StaticPolicy
+from cbaudit.policies.vllm_v1 import VllmV1Policy
+
+Factory = Callable[[Mapping[str, Any]], Policy]
+
+
+class Registry:
+    """A dict of factories that refuses a second registration under the same id."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, Factory] = {}
+
+    def register(self, policy_id: str, factory: Factory) -> None:
+        if policy_id in self._items:
+            raise ValueError(f"policy {policy_id!r} is already registered")
+        self._items[policy_id] = factory
+
+    def ids(self) -> list[str]:
+        return sorted(self._items)
+
+    def __contains__(self, policy_id: object) -> bool:
+        return policy_id in self._items
+
+    def create(self, policy_id: str, options: Mapping[str, Any] | None = None) -> Policy:
+        """Instantiate `policy_id` with `options` (KeyError if unknown, ValueError if bad)."""
+        return self._items[policy_id](dict(options or {}))
+
+
+def _no_options(cls: Callable[[], Policy]) -> Factory:
+    def make(options: Mapping[str, Any]) -> Policy:
+        if options:
+            raise ValueError(f"this policy takes no options (got {sorted(options)})")
+        return cls()
+
+    return make
+
+
+POLICIES = Registry()
+POLICIES.register("static", _no_options(StaticPolicy))
+POLICIES.register("orca", OrcaPolicy)
+POLICIES.register("sarathi-serve", _no_options(SarathiServePolicy))
+POLICIES.register("vllm-v1", VllmV1Policy)
+POLICIES.register("decode-first", DecodeFirstPolicy)
+POLICIES.register("prefill-first", PrefillFirstPolicy)
+POLICIES.register("least-slack", LeastSlackPolicy)
+POLICIES.register("bounded-admission", BoundedAdmissionPolicy)

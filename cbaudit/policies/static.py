@@ -1,0 +1,41 @@
+"""`static`: a fixed request batch (article 0x02, lesson 2.2).
+
+When no cohort is open, up to `sequence_budget` waiting requests are admitted in arrival order
+and form the cohort. Membership is then frozen: finished members keep their slot idle (the
+fixed-batch barrier) and nobody joins until the longest member finishes.
+"""
+
+from __future__ import annotations
+
+from cbaudit.policies.base import DECODE_ROW, PREFILL_CHUNK, PlanBuilder, StateView
+from cbaudit.policies.budget import Reason
+
+
+class StaticPolicy:
+    policy_id = "static"
+    policy_version = "1"
+    tie_break_key = ("arrival_order", "request_id", "request_generation")
+    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+
+    def choose(self, view: StateView, plan: PlanBuilder) -> None:
+        if view.running:
+            for r in view.running:
+                if not r.ready:
+                    plan.defer(r, Reason.NOT_READY_REMOTE_KV)
+                    continue
+                n = min(r.remaining, plan.tokens_left)
+                reason = plan.take(r, n) if n > 0 else Reason.DEFERRED_TOKEN_BUDGET
+                if reason is not None:
+                    plan.defer(r, reason)
+            if view.waiting:
+                plan.defer(view.waiting[0], Reason.DEFERRED_FIXED_BATCH)
+            return
+        for r in view.waiting:
+            if not r.ready:
+                plan.defer(r, Reason.NOT_READY_REMOTE_KV)
+                continue
+            n = min(r.remaining, plan.tokens_left)
+            reason = plan.take(r, n, admit=True) if n > 0 else plan.refusal(r, 1)
+            if reason is not None:
+                plan.defer(r, reason or Reason.DEFERRED_TOKEN_BUDGET)
+                break

@@ -1,0 +1,1 @@
+"""Simulation: workloads, the iteration engine, cost models, metrics."""

@@ -1,0 +1,203 @@
+"""Replay metrics, each labelled with what it is worth.
+
+Definitions (clock units are the workload's: ticks or ms; `_ms` values convert ticks with the
+declared `tick_ms`, null when none is declared):
+
+* logical slot occupancy over a horizon of H iterations: selected request generations summed
+  over iterations 1..H, divided by `sequence_budget * H`. It counts scheduler slots, not GPU
+  work: it is never GPU utilization.
+* idle slot-iterations: `sequence_budget * H` minus the useful slot-iterations.
+* queue delay: start of the first iteration that served the request minus its arrival (for
+  boundary arrivals: the boundary ticks it waited).
+* TTFT: time of the first output token minus arrival. E2E: time of the last output token
+  minus arrival. TBT: the gaps between consecutive output tokens of one request.
+  TPOT: (last token - first token) / (outputs - 1), undefined for one-token outputs.
+* percentiles: nearest rank (the ceil(q * n)-th smallest sample) with sample gates: p50 needs
+  n >= 2, p95 n >= 20, p99 n >= 100; below the gate the value is `insufficient_sample`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+from typing import Any
+
+from cbaudit.model import EvidenceClass
+from cbaudit.sim.engine import ReplayRun
+
+INSUFFICIENT = "insufficient_sample"
+PERCENTILE_GATES: tuple[tuple[str, float, int], ...] = (
+    ("p50", 0.50, 2),
+    ("p95", 0.95, 20),
+    ("p99", 0.99, 100),
+)
+OCCUPANCY_NOTE = "logical slot occupancy: scheduler slots used, not measured GPU utilization"
+
+
+def _num(x: float) -> float | int:
+    """Stable JSON numbers: integers stay integers, floats are rounded to 9 decimals."""
+    if float(x).is_integer():
+        return int(x)
+    return round(x, 9)
+
+
+def nearest_rank(samples: Sequence[float], q: float) -> float:
+    """The nearest-rank q-quantile of a non-empty sample."""
+    xs = sorted(samples)
+    rank = max(1, math.ceil(q * len(xs)))
+    return xs[rank - 1]
+
+
+def distribution(samples: Iterable[float]) -> dict[str, Any]:
+    xs = sorted(samples)
+    out: dict[str, Any] = {"n": len(xs)}
+    if not xs:
+        out.update({"mean": None, "min": None, "max": None})
+        out.update({name: INSUFFICIENT for name, _, _ in PERCENTILE_GATES})
+        return out
+    out["mean"] = _num(math.fsum(xs) / len(xs))
+    out["min"] = _num(xs[0])
+    out["max"] = _num(xs[-1])
+    for name, q, gate in PERCENTILE_GATES:
+        out[name] = (
+            _num(xs[max(1, math.ceil(q * len(xs))) - 1]) if len(xs) >= gate else INSUFFICIENT
+        )
+    return out
+
+
+def occupancy(run: ReplayRun, horizon: int) -> dict[str, Any]:
+    """Logical slot occupancy over iterations 1..horizon."""
+    b = run.workload.budgets.sequence_budget
+    useful = sum(run.rows_per_iteration[:horizon])
+    available = b * horizon
+    frac = Fraction(useful, available) if available else Fraction(0)
+    return {
+        "fraction": f"{frac.numerator}/{frac.denominator}",
+        "ratio": f"{useful}/{available}",
+        "value": _num(float(frac)),
+        "useful_slot_iterations": useful,
+        "available_slot_iterations": available,
+        "idle_slot_iterations": available - useful,
+        "horizon_iterations": horizon,
+        "sequence_budget": b,
+        "note": OCCUPANCY_NOTE,
+    }
+
+
+def summarize(
+    run: ReplayRun,
+    *,
+    windows: Sequence[int] = (),
+    time_evidence: EvidenceClass = EvidenceClass.SYNTHETIC,
+    per_request: bool = True,
+) -> dict[str, Any]:
+    """JSON-ready metrics of one replay."""
+    clock = run.workload.clock
+    tick_ms = 1.0 if clock.unit.value == "ms" else clock.tick_ms
+    if run.slot_clock and clock.unit.value == "tick":
+        to_ms = (lambda v: v * tick_ms) if tick_ms is not None else (lambda v: None)
+    elif run.slot_clock:
+        to_ms = lambda v: v  # noqa: E731 - one iteration per millisecond
+    else:
+        to_ms = (lambda v: v * tick_ms) if tick_ms is not None else (lambda v: None)
+
+    def ms(v: float | None) -> float | int | None:
+        if v is None:
+            return None
+        out = to_ms(v)
+        return None if out is None else _num(out)
+
+    ttft: list[float] = []
+    e2e: list[float] = []
+    tpot: list[float] = []
+    qdelay: list[float] = []
+    requests: dict[str, Any] = {}
+    outputs = 0
+    recompute = 0
+    finished = 0
+    for r, st in zip(run.requests, run.stats, strict=True):
+        outputs += r.e
+        recompute += st.recompute_tokens
+        rec: dict[str, Any] = {
+            "arrival": _num(r.arrival),
+            "output_tokens": r.e,
+            "finish_reason": st.finish_reason,
+            "first_run_iteration": st.first_scheduled_iteration,
+            "preemptions": r.preemptions,
+            "recompute_tokens": st.recompute_tokens,
+            "scheduled_tokens": st.scheduled_tokens,
+            "served_iterations": st.served_iterations,
+        }
+        q = None if st.first_scheduled is None else st.first_scheduled - r.arrival
+        t1 = None if st.first_token is None else st.first_token - r.arrival
+        end = None if st.finished is None else st.finished - r.arrival
+        tp = None
+        if st.finished is not None and st.first_token is not None and r.e >= 2:
+            tp = (st.finished - st.first_token) / (r.e - 1)
+        if q is not None:
+            qdelay.append(q)
+        if t1 is not None:
+            ttft.append(t1)
+        if end is not None:
+            e2e.append(end)
+            finished += 1
+        if tp is not None:
+            tpot.append(tp)
+        for name, value in (("queue_delay", q), ("ttft", t1), ("e2e", end), ("tpot", tp)):
+            rec[name] = None if value is None else _num(value)
+            rec[name + "_ms"] = ms(value)
+        rec["tbt_max"] = _num(st.tbt_max) if st.tbt_count else None
+        rec["tbt_max_ms"] = ms(st.tbt_max) if st.tbt_count else None
+        requests[r.rid] = rec
+
+    def both(samples: list[float]) -> dict[str, Any]:
+        out = distribution(samples)
+        ms_samples = [to_ms(x) for x in samples]
+        if all(m is not None for m in ms_samples):
+            out["ms"] = distribution([m for m in ms_samples if m is not None])
+        else:
+            out["ms"] = None
+        return out
+
+    horizon = run.iterations
+    end_ms = ms(run.end_time)
+    result: dict[str, Any] = {
+        "policy": run.identity.to_dict(),
+        "workload_id": run.workload.workload_id,
+        "clock_unit": clock.unit.value,
+        "stop_reason": run.stop_reason,
+        "iterations": run.iterations,
+        "end_time": _num(run.end_time),
+        "end_time_ms": end_ms,
+        "requests_total": len(run.requests),
+        "requests_finished": finished,
+        "output_tokens": outputs,
+        "scheduled_tokens": sum(run.tokens_per_iteration),
+        "preemptions": run.preemptions,
+        "recompute_tokens": recompute,
+        "slot_occupancy": occupancy(run, horizon),
+        "slot_occupancy_windows": {str(h): occupancy(run, h) for h in windows},
+        "throughput": {
+            "output_tokens_per_iteration": _num(outputs / horizon) if horizon else None,
+            "output_tokens_per_s": (
+                _num(outputs / (end_ms / 1000.0)) if end_ms not in (None, 0) else None
+            ),
+        },
+        "latency": {
+            "queue_delay": both(qdelay),
+            "ttft": both(ttft),
+            "tbt": both(run.tbt_samples),
+            "tpot": both(tpot),
+            "e2e": both(e2e),
+        },
+        "evidence_classes": {
+            "slot_occupancy": EvidenceClass.SYNTHETIC.value,
+            "latency": time_evidence.value,
+            "throughput": time_evidence.value,
+        },
+        "validation": run.validation.value,
+    }
+    if per_request:
+        result["requests"] = requests
+    return result

@@ -1,0 +1,428 @@
+"""The replay engine's view of a WorkloadManifest: frozen records, hidden truth kept apart.
+
+This is a thin adapter over the manifest shape agreed across helpers (`workload-manifest`).
+When the shared schema is installed the manifest is validated against it first; the checks
+here cover what the engine itself relies on and always run. The online projection
+(`Workload.online()`) drops `fixture_only_hidden_truth`; only the simulated executor reads it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from cbaudit.io.loader import Document, load_document
+from cbaudit.model import Finding, InputError, Location
+
+WORKLOAD_SCHEMA = "workload-manifest"
+DEFAULT_TIE_BREAK_KEY = (
+    "phase_rank",
+    "priority_rank",
+    "arrival_order",
+    "request_id",
+    "request_generation",
+)
+DEFAULT_PHASE_ORDER = ("DECODE_ROW", "PREFILL_CHUNK")
+
+
+class ClockUnit(StrEnum):
+    """Unit of arrival times and of the replay clock."""
+
+    TICK = "tick"
+    MS = "ms"
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    unit: ClockUnit = ClockUnit.TICK
+    tick_ms: float | None = None
+
+    def to_ms(self, value: float) -> float | None:
+        """A duration in clock units as milliseconds (None when ticks have no declared ms)."""
+        if self.unit is ClockUnit.MS:
+            return value
+        return None if self.tick_ms is None else value * self.tick_ms
+
+
+@dataclass(frozen=True, slots=True)
+class TieBreak:
+    key: tuple[str, ...] = DEFAULT_TIE_BREAK_KEY
+    phase_order: tuple[str, ...] = DEFAULT_PHASE_ORDER
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": list(self.key), "phase_order": list(self.phase_order)}
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyIdentity:
+    policy_id: str
+    policy_version: str
+    tie_break: TieBreak = TieBreak()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "policy_id": self.policy_id,
+            "policy_version": self.policy_version,
+            "tie_break": self.tie_break.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    token_budget: int
+    sequence_budget: int
+    kv_block_size: int | None = None
+    kv_total_blocks: int | None = None
+    long_prefill_token_threshold: int | None = None
+
+    @property
+    def paged(self) -> bool:
+        """True when a KV block pool is declared."""
+        return self.kv_block_size is not None and self.kv_total_blocks is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "token_budget": self.token_budget,
+            "sequence_budget": self.sequence_budget,
+        }
+        for name in ("kv_block_size", "kv_total_blocks", "long_prefill_token_threshold"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class RequestDecl:
+    """One online request declaration (what every policy may see)."""
+
+    request_id: str
+    arrival: float
+    arrival_order: int
+    prompt_tokens: int
+    max_output_tokens: int
+    request_generation: int = 0
+    client: str | None = None
+    priority: int = 0
+    slo: Mapping[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A loaded manifest. `requests` are sorted by (arrival, arrival_order)."""
+
+    workload_id: str
+    clock: Clock
+    policy: PolicyIdentity
+    budgets: Budgets
+    requests: tuple[RequestDecl, ...]
+    hidden_realized: Mapping[str, int] | None = None
+    source: str = "<workload>"
+    schema_version: int = 1
+
+    def online(self) -> Workload:
+        """The online projection: the same workload without fixture-only hidden truth."""
+        return replace(self, hidden_realized=None)
+
+    def realized_output(self, request: RequestDecl) -> int:
+        """Executor only: the realized output length (max_output_tokens when undeclared)."""
+        if self.hidden_realized is None:
+            return request.max_output_tokens
+        return self.hidden_realized.get(request.request_id, request.max_output_tokens)
+
+    def with_budgets(self, overrides: Mapping[str, Any]) -> Workload:
+        """A copy with some budget fields replaced (validated like the manifest's)."""
+        data = {**self.budgets.to_dict(), **dict(overrides)}
+        return replace(self, budgets=_budgets(data, self.source, "/budgets"))
+
+    def with_policy(self, identity: PolicyIdentity) -> Workload:
+        return replace(self, policy=identity)
+
+    def to_manifest(self, *, include_hidden: bool = False) -> dict[str, Any]:
+        """JSON-ready manifest (online projection unless `include_hidden`)."""
+        clock: dict[str, Any] = {"unit": self.clock.unit.value}
+        if self.clock.tick_ms is not None:
+            clock["tick_ms"] = self.clock.tick_ms
+        reqs = []
+        for r in self.requests:
+            item: dict[str, Any] = {
+                "request_id": r.request_id,
+                "request_generation": r.request_generation,
+                "arrival": r.arrival,
+                "arrival_order": r.arrival_order,
+                "prompt_tokens": r.prompt_tokens,
+                "max_output_tokens": r.max_output_tokens,
+                "priority": r.priority,
+            }
+            if r.client is not None:
+                item["client"] = r.client
+            if r.slo is not None:
+                item["slo"] = dict(r.slo)
+            reqs.append(item)
+        out: dict[str, Any] = {
+            "schema_version": self.schema_version,
+            "workload_id": self.workload_id,
+            "clock": clock,
+            "policy": self.policy.to_dict(),
+            "budgets": self.budgets.to_dict(),
+            "requests": reqs,
+        }
+        if include_hidden and self.hidden_realized is not None:
+            out["fixture_only_hidden_truth"] = {
+                "realized_output_tokens": dict(self.hidden_realized)
+            }
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+
+def _err(code: str, message: str, source: str, pointer: str) -> InputError:
+    return InputError.at(code, message, source, pointer=pointer)
+
+
+def _int(value: Any, source: str, pointer: str, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _err("WORKLOAD.FIELD.TYPE", f"expected an integer, got {value!r}", source, pointer)
+    if value < minimum:
+        raise _err("WORKLOAD.FIELD.RANGE", f"expected >= {minimum}, got {value}", source, pointer)
+    return value
+
+
+def _num(value: Any, source: str, pointer: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _err(
+            "WORKLOAD.FIELD.TYPE", f"expected a finite number, got {value!r}", source, pointer
+        )
+    if value < 0:
+        raise _err("WORKLOAD.FIELD.RANGE", f"expected >= 0, got {value}", source, pointer)
+    return value
+
+
+def _str(value: Any, source: str, pointer: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _err(
+            "WORKLOAD.FIELD.TYPE", f"expected a non-empty string, got {value!r}", source, pointer
+        )
+    return value
+
+
+def _map(value: Any, source: str, pointer: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _err("WORKLOAD.FIELD.TYPE", f"expected a mapping, got {value!r}", source, pointer)
+    return value
+
+
+def _opt_int(
+    data: Mapping[str, Any], key: str, source: str, pointer: str, minimum: int
+) -> int | None:
+    if key not in data or data[key] is None:
+        return None
+    return _int(data[key], source, f"{pointer}/{key}", minimum=minimum)
+
+
+def _budgets(data: Any, source: str, pointer: str) -> Budgets:
+    b = _map(data, source, pointer)
+    for key in ("token_budget", "sequence_budget"):
+        if key not in b:
+            raise _err("WORKLOAD.FIELD.MISSING", f"budgets need {key}", source, pointer)
+    budgets = Budgets(
+        token_budget=_int(b["token_budget"], source, f"{pointer}/token_budget", minimum=1),
+        sequence_budget=_int(b["sequence_budget"], source, f"{pointer}/sequence_budget", minimum=1),
+        kv_block_size=_opt_int(b, "kv_block_size", source, pointer, 1),
+        kv_total_blocks=_opt_int(b, "kv_total_blocks", source, pointer, 0),
+        long_prefill_token_threshold=_opt_int(
+            b, "long_prefill_token_threshold", source, pointer, 0
+        ),
+    )
+    if (budgets.kv_block_size is None) != (budgets.kv_total_blocks is None):
+        raise _err(
+            "WORKLOAD.KV.INCOMPLETE",
+            "kv_block_size and kv_total_blocks must be declared together",
+            source,
+            pointer,
+        )
+    return budgets
+
+
+def _policy(data: Any, source: str, pointer: str) -> PolicyIdentity:
+    p = _map(data, source, pointer)
+    tb = p.get("tie_break") or {}
+    tb = _map(tb, source, f"{pointer}/tie_break")
+    key = tuple(tb.get("key", DEFAULT_TIE_BREAK_KEY))
+    order = tuple(tb.get("phase_order", DEFAULT_PHASE_ORDER))
+    return PolicyIdentity(
+        policy_id=_str(p.get("policy_id"), source, f"{pointer}/policy_id"),
+        policy_version=_str(p.get("policy_version"), source, f"{pointer}/policy_version"),
+        tie_break=TieBreak(
+            key=tuple(str(k) for k in key), phase_order=tuple(str(o) for o in order)
+        ),
+    )
+
+
+def workload_from_data(data: Any, source: str = "<workload>") -> Workload:
+    """Build a Workload from parsed manifest data; InputError (located) when unusable."""
+    top = _map(data, source, "")
+    for key in ("workload_id", "clock", "budgets", "requests"):
+        if key not in top:
+            raise _err("WORKLOAD.FIELD.MISSING", f"manifest needs {key}", source, "")
+    clock_data = _map(top["clock"], source, "/clock")
+    unit_raw = clock_data.get("unit", "tick")
+    if unit_raw not in ("tick", "ms"):
+        raise _err(
+            "WORKLOAD.CLOCK.UNIT",
+            f"clock unit {unit_raw!r} is not tick or ms",
+            source,
+            "/clock/unit",
+        )
+    tick_ms = clock_data.get("tick_ms")
+    if tick_ms is not None:
+        tick_ms = _num(tick_ms, source, "/clock/tick_ms")
+    clock = Clock(ClockUnit(unit_raw), tick_ms)
+    policy = (
+        _policy(top["policy"], source, "/policy")
+        if "policy" in top
+        else PolicyIdentity("unspecified", "0")
+    )
+    budgets = _budgets(top["budgets"], source, "/budgets")
+    raw_requests = top["requests"]
+    if not isinstance(raw_requests, list):
+        raise _err("WORKLOAD.FIELD.TYPE", "requests must be a list", source, "/requests")
+    decls: list[RequestDecl] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(raw_requests):
+        ptr = f"/requests/{i}"
+        r = _map(raw, source, ptr)
+        rid = _str(r.get("request_id"), source, f"{ptr}/request_id")
+        if rid in seen:
+            raise _err(
+                "WORKLOAD.REQUEST.DUPLICATE",
+                f"request_id {rid!r} already declared at /requests/{seen[rid]}",
+                source,
+                f"{ptr}/request_id",
+            )
+        seen[rid] = i
+        for key in ("arrival", "prompt_tokens", "max_output_tokens"):
+            if key not in r:
+                raise _err("WORKLOAD.FIELD.MISSING", f"request needs {key}", source, ptr)
+        priority = r.get("priority", 0)
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise _err(
+                "WORKLOAD.FIELD.TYPE", "priority must be an integer", source, f"{ptr}/priority"
+            )
+        client = r.get("client")
+        if client is not None:
+            client = _str(client, source, f"{ptr}/client")
+        slo = r.get("slo")
+        if slo is not None:
+            slo = {
+                str(k): _num(v, source, f"{ptr}/slo/{k}")
+                for k, v in _map(slo, source, f"{ptr}/slo").items()
+            }
+        decls.append(
+            RequestDecl(
+                request_id=rid,
+                arrival=_num(r["arrival"], source, f"{ptr}/arrival"),
+                arrival_order=_int(r["arrival_order"], source, f"{ptr}/arrival_order", minimum=0)
+                if "arrival_order" in r
+                else i,
+                prompt_tokens=_int(r["prompt_tokens"], source, f"{ptr}/prompt_tokens", minimum=1),
+                max_output_tokens=_int(
+                    r["max_output_tokens"], source, f"{ptr}/max_output_tokens", minimum=1
+                ),
+                request_generation=_opt_int(r, "request_generation", source, ptr, 0) or 0,
+                client=client,
+                priority=priority,
+                slo=slo,
+            )
+        )
+    orders = [d.arrival_order for d in decls]
+    if len(set(orders)) != len(orders):
+        raise _err(
+            "WORKLOAD.ARRIVAL_ORDER.DUPLICATE",
+            "arrival_order values must be unique",
+            source,
+            "/requests",
+        )
+    decls.sort(key=lambda d: (d.arrival, d.arrival_order))
+    for a, b in itertools.pairwise(decls):
+        if a.arrival_order > b.arrival_order and a.arrival < b.arrival:
+            raise _err(
+                "WORKLOAD.ARRIVAL_ORDER.INCONSISTENT",
+                f"{b.request_id} arrives after {a.request_id} but has a smaller arrival_order",
+                source,
+                "/requests",
+            )
+    hidden: dict[str, int] | None = None
+    if "fixture_only_hidden_truth" in top:
+        h = _map(top["fixture_only_hidden_truth"], source, "/fixture_only_hidden_truth")
+        realized = _map(
+            h.get("realized_output_tokens", {}),
+            source,
+            "/fixture_only_hidden_truth/realized_output_tokens",
+        )
+        by_id = {d.request_id: d for d in decls}
+        hidden = {}
+        for rid, value in realized.items():
+            ptr = f"/fixture_only_hidden_truth/realized_output_tokens/{rid}"
+            if rid not in by_id:
+                raise _err(
+                    "WORKLOAD.HIDDEN_TRUTH.UNKNOWN_REQUEST", f"no request {rid!r}", source, ptr
+                )
+            n = _int(value, source, ptr, minimum=1)
+            if n > by_id[rid].max_output_tokens:
+                raise _err(
+                    "WORKLOAD.HIDDEN_TRUTH.RANGE",
+                    f"realized {n} exceeds max_output_tokens {by_id[rid].max_output_tokens}",
+                    source,
+                    ptr,
+                )
+            hidden[str(rid)] = n
+    version = top.get("schema_version", 1)
+    return Workload(
+        workload_id=_str(top["workload_id"], source, "/workload_id"),
+        clock=clock,
+        policy=policy,
+        budgets=budgets,
+        requests=tuple(decls),
+        hidden_realized=hidden,
+        source=source,
+        schema_version=version if isinstance(version, int) else 1,
+    )
+
+
+def _schema_findings(doc: Document) -> list[Finding]:
+    from cbaudit.io.schemas import list_schemas, validate
+
+    if WORKLOAD_SCHEMA not in list_schemas():
+        return []
+    return validate(doc.data, WORKLOAD_SCHEMA, file=doc.path, locate=doc.locate)
+
+
+def load_workload(path: str | Path, *, display: str | None = None) -> Workload:
+    """Load, schema-check (when the shared schema exists) and adapt a manifest file."""
+    doc = load_document(path, display=display)
+    findings = _schema_findings(doc)
+    if findings:
+        raise InputError(findings)
+    try:
+        return workload_from_data(doc.data, doc.path)
+    except InputError as err:
+        located = [
+            Finding(
+                f.code,
+                f.message,
+                f.severity,
+                doc.locate(f.location.pointer or "")
+                if f.location.pointer is not None
+                else Location(file=doc.path),
+            )
+            for f in err.findings
+        ]
+        raise InputError(located) from None

@@ -1,0 +1,67 @@
+"""The policy registry and the shared budget arithmetic (lesson 5.1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cbaudit.policies.budget import Reason, admission_check, blocks_needed
+from cbaudit.policies.registry import POLICIES, Registry
+
+EXPECTED_IDS = ["decode-first", "orca", "prefill-first", "sarathi-serve", "static", "vllm-v1"]
+
+
+def test_registry_is_exhaustive_and_identities_match() -> None:
+    """The six throughput policies are registered; every id builds a policy with that id."""
+    assert set(EXPECTED_IDS) <= set(POLICIES.ids())
+    for pid in EXPECTED_IDS:
+        assert POLICIES.create(pid).policy_id == pid
+
+
+def test_registry_refuses_duplicates() -> None:
+    """Registering an id twice raises instead of silently replacing."""
+    reg = Registry()
+    reg.register("x", lambda o: POLICIES.create("static"))
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register("x", lambda o: POLICIES.create("static"))
+
+
+def test_bad_policy_option_is_refused() -> None:
+    """A wrongly typed or unknown option is a ValueError naming the option."""
+    with pytest.raises(ValueError, match="prefill_reserve"):
+        POLICIES.create("decode-first", {"prefill_reserve": "many"})
+    with pytest.raises(ValueError, match="scheduling"):
+        POLICIES.create("vllm-v1", {"scheduling": "lifo"})
+    with pytest.raises(ValueError, match="no options"):
+        POLICIES.create("static", {"x": 1})
+
+
+@pytest.mark.parametrize(
+    ("cached", "new", "expect"), [(14, 1, 0), (16, 1, 1), (0, 10, 1), (0, 50, 4), (15, 2, 1)]
+)
+def test_block_math(cached: int, new: int, expect: int) -> None:
+    """new blocks = ceil((cached + new) / bs) - ceil(cached / bs) with bs = 16."""
+    assert blocks_needed(cached, new, 16) == expect
+
+
+@pytest.mark.parametrize(
+    ("active", "step_tokens", "free", "expect"),
+    [
+        (4, 100, 20, Reason.DEFERRED_SEQUENCE_BUDGET),
+        (2, 480, 20, Reason.DEFERRED_TOKEN_BUDGET),
+        (2, 100, 2, Reason.DEFERRED_KV_BUDGET),
+        (2, 100, 10, Reason.ADMITTED),
+    ],
+)
+def test_lesson_admission_cases(active: int, step_tokens: int, free: int, expect: Reason) -> None:
+    """The lesson's four check_admission_eligibility cases (P = 50, 4 seqs, 512 tokens)."""
+    got = admission_check(
+        cached_tokens=0,
+        input_tokens=50,
+        active_sequences=active,
+        step_tokens=step_tokens,
+        free_blocks=free,
+        max_sequences=4,
+        max_tokens=512,
+        block_size=16,
+    )
+    assert got is expect
