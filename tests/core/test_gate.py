@@ -88,7 +88,9 @@ def test_sha256_binding(tmp_path: Path) -> None:
 
 def test_expected_drift_and_update(tmp_path: Path) -> None:
     """Expected output drift fails with a diff; --update rewrites it; then it passes."""
-    root = _bundle(tmp_path / "b", "  - {id: e, kind: echo, expected: exp.json, value: {count: 2}}\n")
+    root = _bundle(
+        tmp_path / "b", "  - {id: e, kind: echo, expected: exp.json, value: {count: 2}}\n"
+    )
     (root / "exp.json").write_text('{"count": 1}\n')
     report = run_gate([root], jobs=1)
     assert _codes(report) == {"GATE.EXPECTED.DRIFT"}
