@@ -102,6 +102,7 @@ def run_oracle(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
             evidence_class=result.evidence_class,
             reason=result.reason,
             artifacts={"fixture": display, **dict(result.artifacts)},
+            charts=result.charts,
         )
     ]
 

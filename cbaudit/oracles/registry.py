@@ -18,6 +18,7 @@ from types import MappingProxyType
 from cbaudit.model import CheckResult, InputError
 from cbaudit.oracles import chunked_prefill, selective_batching
 from cbaudit.oracles.fixtures import Fixture
+from cbaudit.sim import admission, slo_oracle
 
 Oracle = Callable[[Fixture], CheckResult]
 
@@ -35,6 +36,8 @@ def build_registry(entries: Iterable[tuple[str, Oracle]]) -> dict[str, Oracle]:
 _ENTRIES: tuple[tuple[str, Oracle], ...] = (
     (selective_batching.NAME, selective_batching.run),  # Loop 4, article 0x04
     (chunked_prefill.NAME, chunked_prefill.run),  # Loop 6, article 0x09
+    (admission.NAME, admission.run),  # Loop 5, article 0x06
+    (slo_oracle.NAME, slo_oracle.run),  # Loop 7, article 0x07
 )
 
 ORACLES: Mapping[str, Oracle] = MappingProxyType(build_registry(_ENTRIES))

@@ -31,6 +31,7 @@ _OPTION_KEYS = {
     "per_request",
     "goodput",
     "slo_window_ms",
+    "preemption",
 }
 
 
@@ -89,6 +90,7 @@ def options_from_spec(spec: Mapping[str, Any], ctx: Any) -> core.ReplayOptions:
         validation=validation,
         initial=initial,
         per_request=bool(opts.get("per_request", True)),
+        preemption=dict(_mapping(opts, "preemption", ctx)),
         **_slo_options(opts, ctx),
     )
 

@@ -18,6 +18,7 @@ from cbaudit.oracles import chunked_prefill, selective_batching
 from cbaudit.oracles.fixtures import load_fixture
 from cbaudit.oracles.gate_kinds import run_oracle
 from cbaudit.oracles.registry import ORACLES, build_registry, get_oracle, run_fixture
+from cbaudit.sim import admission, slo_oracle
 
 BUNDLE = Path(__file__).resolve().parents[2] / "evidence/m5-2-continuous-batching"
 
@@ -195,10 +196,12 @@ def test_bad_negative_fixture_files(bundle_copy: Path, text: str, code: str) -> 
 
 
 def test_registry_is_explicit_and_refuses_duplicates() -> None:
-    """ORACLES names both loop oracles; a name registered twice is refused."""
+    """ORACLES names every loop oracle; a name registered twice is refused."""
     assert dict(ORACLES) == {
         selective_batching.NAME: selective_batching.run,
         chunked_prefill.NAME: chunked_prefill.run,
+        admission.NAME: admission.run,
+        slo_oracle.NAME: slo_oracle.run,
     }
     with pytest.raises(ValueError, match="twice"):
         build_registry([("x", chunked_prefill.run), ("x", selective_batching.run)])
