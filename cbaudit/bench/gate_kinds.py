@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from cbaudit.bench.checks import point_result, summary_of
-from cbaudit.bench.results import load_results
+from cbaudit.bench.results import BenchResults, load_results
 from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, Finding, InputError
 
 if TYPE_CHECKING:  # the gate calls down into bench; bench never imports the gate at run time
@@ -128,5 +128,29 @@ def run_bench_attached(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckR
             evidence_class=results.evidence_class,
             reason=results.label,
             artifacts={"results": rel, "results_sha256": results.sha256},
+            charts=(step_time_chart(results, subject),),
         )
     ]
+
+
+def step_time_chart(results: BenchResults, subject: str) -> dict[str, Any]:
+    """Measured step time against tokens in the step, with the roofline fit where it ran."""
+    points = [[p.tokens, p.median_ms] for p in results.usable_points() if p.median_ms is not None]
+    chart: dict[str, Any] = {
+        "type": "scatter",
+        "title": f"{subject}: step time vs tokens ({results.evidence_class.value})",
+        "x_label": "tokens in the step",
+        "y_label": "median step time (ms)",
+        "points": sorted(points),
+    }
+    mixed = (results.fits.get("mixed") or {}) if results.fits.get("status") == "ok" else {}
+    by_id = {p.id: p for p in results.usable_points()}
+    line = sorted(
+        [by_id[e["id"]].tokens, e["predicted_ms"]]
+        for e in mixed.get("per_point", [])
+        if e.get("id") in by_id
+    )
+    if line:
+        chart["line"] = line
+        chart["line_label"] = "roofline prediction"
+    return chart

@@ -16,6 +16,7 @@ from cbaudit.io.loader import load_document
 from cbaudit.model import CheckResult, InputError
 from cbaudit.sim import replay as core
 from cbaudit.sim.engine import Validation
+from cbaudit.sim.timeline import TimelineSink
 from cbaudit.sim.workload import load_workload
 
 _OPTION_KEYS = {
@@ -131,8 +132,12 @@ def run_replay(spec: Mapping[str, Any], ctx: Any) -> list[CheckResult]:
     wl_path = ctx.resolve(spec["workload"], field="workload")
     workload = load_workload(wl_path, display=str(wl_path))
     options = options_from_spec(spec, ctx)
-    run, metrics, evidence = core.run(workload, options, source=ctx.manifest, base_dir=ctx.base_dir)
+    timeline = TimelineSink()
+    run, metrics, evidence = core.run(
+        workload, options, source=ctx.manifest, base_dir=ctx.base_dir, trace=timeline
+    )
     result = core.to_result(run, metrics, evidence, check_id)
+    gantt = timeline.chart(f"{check_id}: slot occupancy ({options.policy})")
     findings = list(result.findings)
     asserts = _mapping(spec, "assert", ctx)
     findings += core.check_asserts(
@@ -149,6 +154,7 @@ def run_replay(spec: Mapping[str, Any], ctx: Any) -> list[CheckResult]:
             evidence_class=result.evidence_class,
             reason=result.reason,
             artifacts={"workload": str(spec["workload"])},
+            charts=(*result.charts, *((gantt,) if gantt else ())),
         )
     ]
 

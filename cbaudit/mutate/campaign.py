@@ -1,0 +1,364 @@
+"""Mutation campaigns: every applicable operator on every valid fixture, judged by its oracle.
+
+A campaign is a grid of cells (fixture x operator). A cell regenerates its mutants from the
+fixture and a Random seeded by (seed, operator, fixture), so a cell gives the same mutants in
+any process and any order; results are sorted back into registry order, and `--jobs` changes
+only the wall time. Each mutant is one JSON Patch applied by path copying to the in-memory
+fixture and handed to the target's oracle; nothing is written to disk.
+
+Statuses (in the spirit of mutation-testing tools):
+
+- `killed`: the oracle produced the operator's expected code;
+- `killed_by_other`: rejected, but only with other codes (detected; reported for review);
+- `killed_by_schema`: the mutant's shape was unusable and the expected code is not a schema
+  code (detected by the schema, not by the contract check the operator aims at);
+- `survived`: the oracle accepted the mutant;
+- `timeout`: one evaluation took longer than the per-mutant limit (measured, not enforced);
+- `oracle_error`: the patch did not apply or the oracle crashed;
+- `equivalent`: the mutant's canonical form equals the fixture's (excluded from the score).
+
+Score = detected / valid with detected = killed + killed_by_other + killed_by_schema + timeout
+and valid = all - equivalent.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from cbaudit.model import Location
+from cbaudit.mutate.operators import Operator, OperatorRegistry
+from cbaudit.mutate.patch import PatchError, apply_shared
+from cbaudit.mutate.targets import TARGETS, Verdict
+
+
+class MutantStatus(StrEnum):
+    """What happened to one mutant."""
+
+    KILLED = "killed"
+    KILLED_BY_OTHER = "killed_by_other"
+    KILLED_BY_SCHEMA = "killed_by_schema"
+    SURVIVED = "survived"
+    TIMEOUT = "timeout"
+    ORACLE_ERROR = "oracle_error"
+    EQUIVALENT = "equivalent"
+
+
+DETECTED = frozenset(
+    {
+        MutantStatus.KILLED,
+        MutantStatus.KILLED_BY_OTHER,
+        MutantStatus.KILLED_BY_SCHEMA,
+        MutantStatus.TIMEOUT,
+    }
+)
+#: Worst first: the status a kill-matrix cell shows when its mutants disagree.
+SEVERITY_ORDER = (
+    MutantStatus.SURVIVED,
+    MutantStatus.ORACLE_ERROR,
+    MutantStatus.TIMEOUT,
+    MutantStatus.KILLED_BY_OTHER,
+    MutantStatus.KILLED_BY_SCHEMA,
+    MutantStatus.KILLED,
+    MutantStatus.EQUIVALENT,
+)
+
+
+@dataclass(frozen=True)
+class FixtureInput:
+    """A valid fixture to mutate: display name, data, target, and how to locate pointers."""
+
+    name: str
+    data: Mapping[str, Any]
+    target: str
+    source: str = ""  # the file's text, for reports that show the mutated line
+    locate: Callable[[str], Location] | None = None
+
+
+@dataclass(frozen=True)
+class MutantResult:
+    """One mutant and its verdict."""
+
+    fixture: str
+    operator: str
+    index: int
+    patch: tuple[Mapping[str, Any], ...]
+    description: str
+    expect: str
+    status: MutantStatus
+    codes: tuple[str, ...] = ()  # error codes the mutant produced beyond the baseline's
+    detail: str = ""  # oracle error text, when any
+
+    @property
+    def key(self) -> str:
+        return f"{self.fixture}#{self.operator}#{self.index}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fixture": self.fixture,
+            "operator": self.operator,
+            "index": self.index,
+            "description": self.description,
+            "expect": self.expect,
+            "status": self.status.value,
+            "codes": list(self.codes),
+            "patch": [dict(op) for op in self.patch],
+            **({"detail": self.detail} if self.detail else {}),
+        }
+
+
+@dataclass(frozen=True)
+class CampaignResult:
+    """Every mutant of a campaign, in deterministic order, plus baseline problems."""
+
+    fixtures: tuple[str, ...]
+    operators: tuple[str, ...]
+    mutants: tuple[MutantResult, ...]
+    baseline: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # fixture -> codes
+    seed: int = 0
+
+    def counts(self) -> dict[str, int]:
+        out = {s.value: 0 for s in MutantStatus}
+        for m in self.mutants:
+            out[m.status.value] += 1
+        return out
+
+    @property
+    def valid(self) -> int:
+        return sum(1 for m in self.mutants if m.status is not MutantStatus.EQUIVALENT)
+
+    @property
+    def detected(self) -> int:
+        return sum(1 for m in self.mutants if m.status in DETECTED)
+
+    @property
+    def score(self) -> float | None:
+        """Detected / valid in percent (None when there is no valid mutant)."""
+        if self.valid == 0:
+            return None
+        return round(100.0 * self.detected / self.valid, 2)
+
+    def survivors(self) -> list[MutantResult]:
+        return [m for m in self.mutants if m.status is MutantStatus.SURVIVED]
+
+    def errors(self) -> list[MutantResult]:
+        return [m for m in self.mutants if m.status is MutantStatus.ORACLE_ERROR]
+
+    def matrix(self) -> dict[str, Any]:
+        """Operator x fixture: per cell the worst status and the count of each status."""
+        cells: dict[tuple[str, str], dict[str, int]] = {}
+        for m in self.mutants:
+            cell = cells.setdefault((m.operator, m.fixture), {})
+            cell[m.status.value] = cell.get(m.status.value, 0) + 1
+        rows = []
+        for op in self.operators:
+            row = []
+            for fx in self.fixtures:
+                counts = cells.get((op, fx))
+                row.append(
+                    {"status": _worst(counts), "counts": dict(sorted((counts or {}).items()))}
+                )
+            rows.append(row)
+        return {"rows": list(self.operators), "cols": list(self.fixtures), "cells": rows}
+
+
+def _worst(counts: Mapping[str, int] | None) -> str:
+    if not counts:
+        return "not_applicable"
+    for status in SEVERITY_ORDER:
+        if counts.get(status.value):
+            return status.value
+    return "not_applicable"
+
+
+def canonical(data: Any) -> str:
+    """The one spelling two documents must share to be the same fixture."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def cell_random(seed: int, operator: str, fixture: str) -> random.Random:
+    """The Random of one cell: independent of the order and process that runs it."""
+    return random.Random(f"{seed}|{operator}|{fixture}")
+
+
+def classify(
+    expect: str, verdict: Verdict, baseline: frozenset[str]
+) -> tuple[MutantStatus, tuple[str, ...]]:
+    """The status of a mutant from its oracle verdict (codes already in the baseline ignored)."""
+    new = tuple(sorted(verdict.codes - baseline))
+    if expect in new:
+        return MutantStatus.KILLED, new
+    if verdict.unusable and not expect.startswith("SCHEMA."):
+        return MutantStatus.KILLED_BY_SCHEMA, new
+    if new:
+        return MutantStatus.KILLED_BY_OTHER, new
+    return MutantStatus.SURVIVED, new
+
+
+def run_cell(
+    fixture: FixtureInput,
+    operator: Operator,
+    *,
+    seed: int,
+    baseline: frozenset[str],
+    original: str,
+    timeout_s: float,
+    limit: int | None = None,
+) -> list[MutantResult]:
+    """Generate and judge every mutant of one operator on one fixture."""
+    target = TARGETS[fixture.target]
+    rng = cell_random(seed, operator.name, fixture.name)
+    out: list[MutantResult] = []
+    try:
+        edits = list(operator.generate(fixture.data, rng))
+    except Exception as err:  # a generator bug is an oracle error of this cell, never a crash
+        return [
+            MutantResult(
+                fixture.name,
+                operator.name,
+                0,
+                (),
+                "generator failed",
+                operator.expect,
+                MutantStatus.ORACLE_ERROR,
+                detail=f"{type(err).__name__}: {err}",
+            )
+        ]
+    if limit is not None and len(edits) > limit:
+        keep = sorted(rng.sample(range(len(edits)), limit))
+        edits = [edits[i] for i in keep]
+    for index, (patch, description) in enumerate(edits):
+        status: MutantStatus
+        codes: tuple[str, ...] = ()
+        detail = ""
+        try:
+            mutant = apply_shared(fixture.data, patch)
+        except PatchError as err:
+            status, detail = MutantStatus.ORACLE_ERROR, f"patch does not apply: {err}"
+        else:
+            if canonical(mutant) == original:
+                status = MutantStatus.EQUIVALENT
+            else:
+                began = time.perf_counter()
+                try:
+                    verdict = target.evaluate(mutant)
+                except Exception as err:  # the oracle crashed on a mutant: report, go on
+                    status, detail = MutantStatus.ORACLE_ERROR, f"{type(err).__name__}: {err}"
+                else:
+                    if time.perf_counter() - began > timeout_s:
+                        status = MutantStatus.TIMEOUT
+                    else:
+                        status, codes = classify(operator.expect, verdict, baseline)
+        out.append(
+            MutantResult(
+                fixture.name,
+                operator.name,
+                index,
+                tuple(patch),
+                description,
+                operator.expect,
+                status,
+                codes,
+                detail,
+            )
+        )
+    return out
+
+
+# ------------------------------------------------------------------ process pool plumbing
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(
+    fixtures: Sequence[FixtureInput],
+    baselines: Mapping[str, frozenset[str]],
+    originals: Mapping[str, str],
+) -> None:
+    _WORKER["fixtures"] = {f.name: f for f in fixtures}
+    _WORKER["baselines"] = baselines
+    _WORKER["originals"] = originals
+
+
+def _run_cells(args: tuple[list[tuple[str, str]], int, float, int | None]) -> list[MutantResult]:
+    from cbaudit.mutate.registry import OPERATORS
+
+    cells, seed, timeout_s, limit = args
+    out: list[MutantResult] = []
+    for fixture_name, op_name in cells:
+        fixture = _WORKER["fixtures"][fixture_name]
+        out += run_cell(
+            fixture,
+            OPERATORS[op_name],
+            seed=seed,
+            baseline=_WORKER["baselines"][fixture_name],
+            original=_WORKER["originals"][fixture_name],
+            timeout_s=timeout_s,
+            limit=limit,
+        )
+    return out
+
+
+def run_campaign(
+    fixtures: Sequence[FixtureInput],
+    operators: OperatorRegistry | Sequence[Operator],
+    *,
+    seed: int = 0,
+    jobs: int = 1,
+    timeout_s: float = 10.0,
+    limit: int | None = None,
+) -> CampaignResult:
+    """Apply every operator to every fixture of its target and judge each mutant."""
+    ops = list(operators.values()) if isinstance(operators, OperatorRegistry) else list(operators)
+    baselines: dict[str, frozenset[str]] = {}
+    originals: dict[str, str] = {}
+    for fx in fixtures:
+        verdict = TARGETS[fx.target].evaluate(fx.data)
+        baselines[fx.name] = verdict.codes
+        originals[fx.name] = canonical(fx.data)
+    cells = [(fx.name, op.name) for fx in fixtures for op in ops if op.target == fx.target]
+    by_name = {op.name: op for op in ops}
+    results: list[MutantResult] = []
+    if jobs <= 1 or len(cells) < 2:
+        fx_by_name = {f.name: f for f in fixtures}
+        for fx_name, op_name in cells:
+            results += run_cell(
+                fx_by_name[fx_name],
+                by_name[op_name],
+                seed=seed,
+                baseline=baselines[fx_name],
+                original=originals[fx_name],
+                timeout_s=timeout_s,
+                limit=limit,
+            )
+    else:
+        chunks = [cells[i::jobs] for i in range(jobs)]
+        with ProcessPoolExecutor(
+            max_workers=jobs,
+            initializer=_init_worker,
+            initargs=(list(_picklable(fixtures)), baselines, originals),
+        ) as pool:
+            for part in pool.map(_run_cells, [(c, seed, timeout_s, limit) for c in chunks if c]):
+                results += part
+    order_fx = {f.name: i for i, f in enumerate(fixtures)}
+    order_op = {op.name: i for i, op in enumerate(ops)}
+    results.sort(key=lambda m: (order_fx[m.fixture], order_op[m.operator], m.index))
+    used_ops = [op.name for op in ops if any(op.target == f.target for f in fixtures)]
+    return CampaignResult(
+        fixtures=tuple(f.name for f in fixtures),
+        operators=tuple(used_ops),
+        mutants=tuple(results),
+        baseline={k: tuple(sorted(v)) for k, v in baselines.items() if v},
+        seed=seed,
+    )
+
+
+def _picklable(fixtures: Sequence[FixtureInput]) -> list[FixtureInput]:
+    """Fixtures without their locator closures (workers need only the data)."""
+    return [FixtureInput(f.name, f.data, f.target) for f in fixtures]

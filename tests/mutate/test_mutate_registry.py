@@ -1,0 +1,166 @@
+"""The operator registry: explicit, duplicate-free, every operator applicable and catalogued."""
+
+from __future__ import annotations
+
+import ast
+import random
+from pathlib import Path
+
+import pytest
+from _mutate_paths import LOOP2_ITER6, LOOP2_VALID, LOOP4, LOOP5, LOOP6
+
+from cbaudit.contract.codes import CODES
+from cbaudit.contract.packing import PACK_CODES
+from cbaudit.io import load_document
+from cbaudit.mutate import ops_loop2, ops_loop4, ops_loop5, ops_loop6, registry
+from cbaudit.mutate.operators import Operator, OperatorRegistry
+from cbaudit.mutate.registry import OPERATORS
+from cbaudit.mutate.targets import TARGETS, detect
+from cbaudit.oracles import chunked_prefill, selective_batching
+from cbaudit.sim import admission
+
+KNOWN_CODES = (
+    set(CODES)
+    | set(PACK_CODES)
+    | set(selective_batching.CODES)
+    | set(chunked_prefill.CODES)
+    | set(admission.CODES)
+)
+FIXTURE_OF = {
+    "plan-case": LOOP2_VALID,
+    "oracle:selective-batching": LOOP4,
+    "oracle:admission-uncertainty": LOOP5,
+    "oracle:chunked-prefill": LOOP6,
+}
+
+
+def test_registry_refuses_duplicates() -> None:
+    """A second operator under one name is a programming error."""
+    op = OPERATORS["plan.interval.empty"]
+    with pytest.raises(ValueError, match="registered twice"):
+        OperatorRegistry([op, op])
+
+
+def test_registry_is_exactly_the_loop_modules() -> None:
+    """The registry holds every operator of every loop module, and nothing else."""
+    modules = (ops_loop2, ops_loop4, ops_loop5, ops_loop6)
+    assert modules == registry._LOOP_MODULES
+    assert [op.name for m in modules for op in m.OPERATORS] == list(OPERATORS)
+
+
+@pytest.mark.parametrize("name", list(OPERATORS))
+def test_operator_declares_a_known_code_and_target(name: str) -> None:
+    """Each operator names a catalogued finding code (or a schema code) and a known target."""
+    op: Operator = OPERATORS[name]
+    assert op.expect in KNOWN_CODES or op.expect.startswith("SCHEMA."), op.expect
+    assert op.target in TARGETS
+    assert op.pointer.startswith("/") and op.changes and op.record and op.loop
+
+
+@pytest.mark.parametrize("name", list(OPERATORS))
+def test_operator_applies_to_its_loop_fixture(name: str) -> None:
+    """Every operator yields at least one mutant on its loop's valid fixture."""
+    op = OPERATORS[name]
+    data = load_document(FIXTURE_OF[op.target]).data
+    edits = list(op.generate(data, random.Random(0)))
+    assert edits, f"{name} generates nothing on {FIXTURE_OF[op.target].name}"
+    for patch, description in edits:
+        assert patch and description
+
+
+@pytest.mark.parametrize(
+    ("path", "target"),
+    [
+        (LOOP2_VALID, "plan-case"),
+        (LOOP2_ITER6, "plan-case"),
+        (LOOP4, "oracle:selective-batching"),
+        (LOOP5, "oracle:admission-uncertainty"),
+        (LOOP6, "oracle:chunked-prefill"),
+    ],
+)
+def test_targets_recognise_their_fixtures(path: Path, target: str) -> None:
+    """detect() names the target of each loop's valid fixture; its baseline is clean."""
+    data = load_document(path).data
+    found = detect(data)
+    assert found is not None and found.name == target
+    assert found.evaluate(data).codes == frozenset()
+
+
+def test_select_by_prefix_and_exact_name() -> None:
+    """--operators accepts exact names and dotted prefixes."""
+    names = [op.name for op in OPERATORS.select(["plan.ledger", "leak.hidden-truth"])]
+    assert names == [
+        "plan.ledger.tokens-drift",
+        "plan.ledger.sequences-drift",
+        "plan.ledger.token-budget-drift",
+        "plan.ledger.sequence-budget-drift",
+        "leak.hidden-truth",
+    ]
+    assert OPERATORS.select(["no-such"]) == []
+
+
+def test_issue_operator_list_is_covered() -> None:
+    """The operators the issue lists by name all exist."""
+    wanted = {
+        "plan.interval.before-frontier",
+        "plan.interval.after-frontier",
+        "plan.decode.two-rows",
+        "plan.interval.past-prompt",
+        "plan.request.duplicate",
+        "plan.state-version.bump",
+        "plan.state-version.lower",
+        "plan.snapshot.bump",
+        "plan.generation.bump",
+        "plan.generation.swap",
+        "state.ready.flip",
+        "state.terminal.flip",
+        "plan.budget.token-exceeded",
+        "plan.budget.sequence-exceeded",
+        "plan.ledger.tokens-drift",
+        "plan.phase.forge",
+        "plan.positions.forge",
+        "plan.policy.version-forge",
+        "plan.tie-break.forge",
+        "leak.hidden-truth",
+        "leak.physical-block",
+        "schema.required.drop",
+        "schema.type.retype",
+        "result.output-clock.break",
+        "result.debit.planned-service",
+        "result.binding.generation",
+        "chunk.order.swap",
+    }
+    assert wanted <= set(OPERATORS)
+
+
+def test_mutate_imports_flow_down() -> None:
+    """cbaudit.mutate never imports the CLI, the gate or the reporters at runtime."""
+    src = Path(registry.__file__).parent
+    bad: list[str] = []
+    for path in src.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                node.body = []
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                if name.startswith(("cbaudit.cli", "cbaudit.gate", "cbaudit.report", "torch")):
+                    bad.append(f"{path.name}: {name}")
+    assert bad == []
+
+
+def test_docs_list_every_operator_and_code() -> None:
+    """docs/mutate.md names every registered operator and every MUTATE.* finding code."""
+    import re
+
+    root = Path(registry.__file__).resolve().parents[2]
+    text = (root / "docs" / "mutate.md").read_text(encoding="utf-8")
+    assert [n for n in OPERATORS if f"`{n}`" not in text] == []
+    sources = [*Path(registry.__file__).parent.glob("*.py"), root / "cbaudit/cli/cmd_mutate.py"]
+    codes = {c for p in sources for c in re.findall(r'"(MUTATE\.[A-Z_.]+)"', p.read_text())}
+    assert codes and [c for c in sorted(codes) if f"`{c}`" not in text] == []
