@@ -21,8 +21,8 @@ _CATALOG: dict[str, str] = {
     "STATE.PROMPT.MISMATCH": "a view's prompt_tokens differs from the workload declaration",
     "STATE.GENERATION.REGRESSED": "a view's request_generation is below the declared generation",
     "STATE.FRONTIER.INCONSISTENT": (
-        "emitted/computed frontiers fit neither unfinished prefill (e=0, c<p)"
-        " nor ordinary decode (e>=1, c=p+e-1)"
+        "emitted/computed frontiers fit neither unfinished prefill (e=0, c<p),"
+        " ordinary decode (e>=1, c=p+e-1) nor a rebuild (e>=1, c<p+e-1)"
     ),
     "STATE.COMMITTED.NOT_AT_COMPUTED": "committed length k differs from computed c at the cut",
     "STATE.EMITTED.EXCEEDS_MAX": "a view has emitted more tokens than max_output_tokens",
@@ -45,8 +45,11 @@ _CATALOG: dict[str, str] = {
     "PLAN.INTERVAL.BEFORE_FRONTIER": "an interval starts before the computed frontier",
     "PLAN.INTERVAL.AFTER_FRONTIER": "an interval starts after the computed frontier (a gap)",
     "PLAN.INTERVAL.BEYOND_PROMPT": "a prefill interval ends beyond the prompt",
-    "PLAN.INTERVAL.NO_LEGAL_WORK": "the request's frontiers admit no ordinary interval",
+    "PLAN.INTERVAL.NO_LEGAL_WORK": "the request's frontiers admit no legal interval",
     "PLAN.DECODE.MULTI_ROW": "an ordinary decode interval is wider than one row",
+    "PLAN.RECOMPUTE.BEYOND_STREAM": (
+        "a rebuild (RECOMPUTE_CHUNK) interval ends beyond the logical stream p + e"
+    ),
     "PLAN.PHASE.FORGED": "the phase annotation is not the one the frontiers derive",
     "PLAN.POSITIONS.FORGED": "positions are not range(start, end)",
     # plan: budgets and ledger
@@ -80,6 +83,13 @@ _CATALOG: dict[str, str] = {
     "RESULT.PROGRESS.COMPUTED_MISMATCH": "computed-after is not the completed interval's end",
     "RESULT.OUTPUT_CLOCK.WRONG": (
         "emitted-after is not emitted-before + completed decode row + prefill reaching p"
+        " + rebuild reaching p + e"
+    ),
+    "RESULT.RECOMPUTE.EMITTED_EARLY": (
+        "a rebuild whose completed end stops short of p + e emits an output token"
+    ),
+    "RESULT.RECOMPUTE.REEMITTED_OUTPUT": (
+        "a rebuild publishes an output index the request had already emitted"
     ),
     "RESULT.OUTPUT_EVENT.MISMATCH": "output events do not match the emitted-token advance",
     "RESULT.LOGICAL_LENGTH.WRONG": "logical length after is not prompt + emitted",
@@ -89,7 +99,10 @@ _CATALOG: dict[str, str] = {
     "RESULT.TERMINAL.WITHOUT_OUTPUT": "an eos/max-tokens terminal event without an output token",
     "RESULT.TERMINAL.MISSING": "a request reached max_output_tokens without a terminal event",
     "RESULT.DEBIT.PLANNED_SERVICE": "a client was debited for planned, not completed, service",
-    "RESULT.DEBIT.MISMATCH": "a client's debit is not its completed token service",
+    "RESULT.DEBIT.REBUILD_AS_SERVICE": (
+        "a client was debited for rebuild rows (recompute overhead), not only semantic service"
+    ),
+    "RESULT.DEBIT.MISMATCH": "a client's debit is not its completed semantic service",
     "RESULT.DEBIT.UNKNOWN_CLIENT": "a debit names a client without completed service",
     "RESULT.DEBIT.DUPLICATE": "a client is debited twice in one result",
     # case files and traces

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 
 from cbaudit.contract.issues import Issue
@@ -17,11 +17,27 @@ from cbaudit.contract.records import (
 
 TieBreakKey = tuple[TieBreakValue, ...]
 
+#: phase_rank of a phase the declared phase_order does not list.
+UNLISTED_PHASE_RANK = 2
+
+
+def phase_rank(phase_order: Sequence[str], phase: str) -> int:
+    """The phase's index in `phase_order`.
+
+    A RECOMPUTE_CHUNK that the order does not list ranks like PREFILL_CHUNK (a rebuild is
+    prompt-shaped work), so workloads declaring only the two ordinary phases keep their keys.
+    """
+    if phase in phase_order:
+        return list(phase_order).index(phase)
+    if phase == Phase.RECOMPUTE_CHUNK and Phase.PREFILL_CHUNK in phase_order:
+        return list(phase_order).index(Phase.PREFILL_CHUNK)
+    return UNLISTED_PHASE_RANK
+
 
 def expected_key(workload: WorkloadManifest, view: RequestView, phase: Phase) -> TieBreakKey:
     """The tie-break key the workload's declared policy gives `view` doing `phase` work.
 
-    phase_rank is the phase's index in `phase_order`; priority_rank is the request's priority
+    phase_rank is `phase_rank(phase_order, phase)`; priority_rank is the request's priority
     (lower is more urgent, default 0); arrival_order is the declared order, else the request's
     position in the workload.
     """
@@ -30,7 +46,7 @@ def expected_key(workload: WorkloadManifest, view: RequestView, phase: Phase) ->
     values: list[TieBreakValue] = []
     for name in tb.key:
         if name == "phase_rank":
-            values.append(tb.phase_order.index(phase) if phase in tb.phase_order else 2)
+            values.append(phase_rank(tb.phase_order, phase))
         elif name == "priority_rank":
             prio = view.priority
             if prio is None and decl is not None:
@@ -216,7 +232,7 @@ def check_plan(
                     "plan",
                     base,
                     f"{rid}: frontiers p={view.prompt_tokens} e={view.emitted_tokens}"
-                    f" c={view.computed_tokens} admit no ordinary interval",
+                    f" c={view.computed_tokens} admit no legal interval",
                 )
             )
             continue
@@ -258,6 +274,18 @@ def check_plan(
                         base + "/end",
                         f"{rid}: prefill ends at {w.end}, beyond the prompt of"
                         f" {view.prompt_tokens} tokens",
+                    )
+                )
+        elif phase is Phase.RECOMPUTE_CHUNK:
+            stream = view.logical_length
+            if w.end > stream:
+                out.append(
+                    Issue(
+                        "PLAN.RECOMPUTE.BEYOND_STREAM",
+                        "plan",
+                        base + "/end",
+                        f"{rid}: rebuild ends at {w.end}, beyond the logical stream p + e ="
+                        f" {view.prompt_tokens} + {view.emitted_tokens} = {stream}",
                     )
                 )
         elif width > 1:

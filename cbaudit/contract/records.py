@@ -27,13 +27,60 @@ TIE_BREAK_FIELDS: tuple[str, ...] = (
 
 
 class Phase(StrEnum):
-    """The derived work annotation of one selected interval."""
+    """The derived work annotation of one selected interval.
+
+    RECOMPUTE_CHUNK is the rebuild of a request that already emitted output but lost its
+    computed rows (recompute preemption, article 0x0C): e >= 1 and c < p + e - 1.
+    """
 
     PREFILL_CHUNK = "PREFILL_CHUNK"
     DECODE_ROW = "DECODE_ROW"
+    RECOMPUTE_CHUNK = "RECOMPUTE_CHUNK"
 
 
 _PHASE_OF = {p.value: p for p in Phase}
+
+
+# --------------------------------------------------------------------------- frontier rules
+# The frontier arithmetic of one request, in one place: the contract checks, the replay
+# engine's fast path and its executor all call these functions.
+
+
+def derive_phase(p: int, e: int, c: int) -> Phase | None:
+    """The only legal work for frontiers (p, e, c), or None when they are inconsistent.
+
+    prefill: e = 0 and c < p; ordinary decode: e >= 1 and c = p + e - 1; rebuild after a
+    recompute preemption: e >= 1 and c < p + e - 1. Every legal interval starts at c and ends
+    at most at the logical length p + e (one row for decode).
+    """
+    if e == 0:
+        return Phase.PREFILL_CHUNK if c < p else None
+    last = p + e - 1
+    if c == last:
+        return Phase.DECODE_ROW
+    if c < last:
+        return Phase.RECOMPUTE_CHUNK
+    return None
+
+
+def semantic_rows(p: int, e: int, start: int, end: int) -> int:
+    """Rows of the completed interval [start, end) that are semantic (fairness) service.
+
+    With e = 0 every prompt row is service. With e >= 1 every row below p + e - 1 was computed
+    before (the first token needs the whole prompt; each later token needs the row of the one
+    before), so only the row at p + e - 1, the one that produces the next token, is service;
+    rows below it are rebuild overhead.
+    """
+    if end <= start:
+        return 0
+    if e == 0:
+        return end - start
+    return max(0, end - max(start, p + e - 1))
+
+
+def rebuild_rows(p: int, e: int, start: int, end: int) -> int:
+    """Rows of the completed interval [start, end) that only rebuild K/V (recompute overhead)."""
+    return max(0, end - start) - semantic_rows(p, e, start, end)
 
 
 class Queue(StrEnum):
@@ -321,13 +368,8 @@ class RequestView:
         return self.prompt_tokens + self.emitted_tokens
 
     def derived_phase(self) -> Phase | None:
-        """The only legal ordinary work for these frontiers, or None if they are inconsistent."""
-        p, e, c = self.prompt_tokens, self.emitted_tokens, self.computed_tokens
-        if e == 0 and c < p:
-            return Phase.PREFILL_CHUNK
-        if e >= 1 and c == p + e - 1:
-            return Phase.DECODE_ROW
-        return None
+        """The only legal work for these frontiers, or None if they are inconsistent."""
+        return derive_phase(self.prompt_tokens, self.emitted_tokens, self.computed_tokens)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

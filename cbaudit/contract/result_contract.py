@@ -1,4 +1,10 @@
-"""Result checks: planned vs completed, the output clock, and completed-service debits."""
+"""Result checks: planned vs completed, the output clock, and completed-service debits.
+
+Semantic service (what fairness debits) is `records.semantic_rows`: every completed prompt row
+of a request that has not emitted yet, and for a request with e >= 1 only the row at p + e - 1
+that produces its next token. Rows below p + e - 1 rebuilt after a recompute preemption are
+overhead, kept apart from service (article 0x0C).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from cbaudit.contract.records import (
     SchedulerState,
     WorkItem,
     WorkloadManifest,
+    semantic_rows,
 )
 
 _OUTPUT_TERMINALS = frozenset({"eos", "max_output_tokens"})
@@ -47,10 +54,10 @@ def check_result(
     for w in plan.selected:
         planned.setdefault(w.request_id, w)
     seen: set[str] = set()
-    completed_service: dict[str, int] = {}
-    planned_service: dict[str, int] = {}
+    service = _Service()
     # (request_id, generation) -> (emitted before, emitted after, max output tokens)
     advanced: dict[tuple[str, int], tuple[int, int, int]] = {}
+    rebuilding: set[tuple[str, int]] = set()  # items whose state view derives RECOMPUTE_CHUNK
 
     for j, item in enumerate(result.items):
         base = f"/items/{j}"
@@ -125,11 +132,11 @@ def check_result(
         client = (view.client if view is not None else None) or (
             decl.client if decl is not None else None
         )
+        current = view is not None and view.request_generation == item.request_generation
         if client is not None:
-            width = done_end - work.start if done_end is not None else 0
-            completed_service[client] = completed_service.get(client, 0) + width
-            planned_service[client] = planned_service.get(client, 0) + max(work.width, 0)
-        if view is None or view.request_generation != item.request_generation:
+            frontiers = (view.prompt_tokens, view.emitted_tokens) if view and current else None
+            service.add(client, frontiers, work, done_end)
+        if view is None or not current:
             continue
         max_out = decl.max_output_tokens if decl is not None else None
         out.extend(
@@ -159,6 +166,8 @@ def check_result(
             item.after.emitted_tokens,
             max_out if max_out is not None else -1,
         )
+        if view.derived_phase() is Phase.RECOMPUTE_CHUNK:
+            rebuilding.add((rid, item.request_generation))
 
     for rid, work in planned.items():
         if rid not in seen:
@@ -171,9 +180,39 @@ def check_result(
                     " about it",
                 )
             )
-    out.extend(_check_events(result, advanced))
-    out.extend(_check_debits(result, completed_service, planned_service))
+    out.extend(_check_events(result, advanced, rebuilding))
+    out.extend(_check_debits(result, service))
     return out
+
+
+class _Service:
+    """Per-client tallies of one result: semantic service and all rows, completed and planned."""
+
+    def __init__(self) -> None:
+        self.completed: dict[str, int] = {}  # semantic service of completed rows
+        self.completed_rows: dict[str, int] = {}  # every completed row, rebuild included
+        self.planned: dict[str, int] = {}  # semantic service had every plan completed
+        self.planned_rows: dict[str, int] = {}
+
+    def add(
+        self, client: str, frontiers: tuple[int, int] | None, work: WorkItem, done_end: int | None
+    ) -> None:
+        """Count one item; `frontiers` is the state's (p, e), None when no current view."""
+        rows = done_end - work.start if done_end is not None else 0
+        planned_rows = max(work.width, 0)
+        if frontiers is None:  # nothing tells rebuild from service: every row counts
+            sem, planned_sem = rows, planned_rows
+        else:
+            p, e = frontiers
+            sem = semantic_rows(p, e, work.start, done_end) if done_end is not None else 0
+            planned_sem = semantic_rows(p, e, work.start, work.end)
+        for tally, value in (
+            (self.completed, sem),
+            (self.completed_rows, rows),
+            (self.planned, planned_sem),
+            (self.planned_rows, planned_rows),
+        ):
+            tally[client] = tally.get(client, 0) + value
 
 
 def _check_progress(
@@ -213,18 +252,31 @@ def _check_progress(
         )
     decode_row = done_end is not None and phase is Phase.DECODE_ROW
     reaches_prompt = done_end is not None and phase is Phase.PREFILL_CHUNK and done_end == p
-    want_e = e + int(decode_row) + int(reaches_prompt)
+    rebuilt = done_end is not None and phase is Phase.RECOMPUTE_CHUNK and done_end == p + e
+    want_e = e + int(decode_row) + int(reaches_prompt) + int(rebuilt)
     if e_after != want_e:
-        out.append(
-            Issue(
-                "RESULT.OUTPUT_CLOCK.WRONG",
-                "result",
-                base + "/after/emitted_tokens",
-                f"{rid}: emitted after is {e_after}; the output clock gives {e} +"
-                f" {int(decode_row)} (decode row) + {int(reaches_prompt)} (prefill reached p)"
-                f" = {want_e}",
+        if phase is Phase.RECOMPUTE_CHUNK and not rebuilt and e_after > e:
+            out.append(
+                Issue(
+                    "RESULT.RECOMPUTE.EMITTED_EARLY",
+                    "result",
+                    base + "/after/emitted_tokens",
+                    f"{rid}: the rebuild completed to {done_end if done_end is not None else c},"
+                    f" short of p + e = {p + e}, yet emitted after is {e_after} > {e}; a"
+                    " rebuild emits only when it reaches the logical stream",
+                )
             )
-        )
+        else:
+            out.append(
+                Issue(
+                    "RESULT.OUTPUT_CLOCK.WRONG",
+                    "result",
+                    base + "/after/emitted_tokens",
+                    f"{rid}: emitted after is {e_after}; the output clock gives {e} +"
+                    f" {int(decode_row)} (decode row) + {int(reaches_prompt)} (prefill reached"
+                    f" p) + {int(rebuilt)} (rebuild reached p + e) = {want_e}",
+                )
+            )
     if k_after > c_after:
         out.append(
             Issue(
@@ -257,7 +309,9 @@ def _check_progress(
 
 
 def _check_events(
-    result: IterationResult, advanced: dict[tuple[str, int], tuple[int, int, int]]
+    result: IterationResult,
+    advanced: dict[tuple[str, int], tuple[int, int, int]],
+    rebuilding: set[tuple[str, int]],
 ) -> list[Issue]:
     out: list[Issue] = []
     indices: dict[tuple[str, int], list[int]] = {}
@@ -278,7 +332,18 @@ def _check_events(
     for ident, (e_before, e_after, _) in advanced.items():
         want = list(range(e_before + 1, e_after + 1))
         got = sorted(indices.get(ident, []))
-        if got != want:
+        if got != want and ident in rebuilding and any(i <= e_before for i in got):
+            out.append(
+                Issue(
+                    "RESULT.RECOMPUTE.REEMITTED_OUTPUT",
+                    "result",
+                    "/output_events",
+                    f"{ident[0]}:{ident[1]}: the rebuild publishes output indices"
+                    f" {[i for i in got if i <= e_before]}, already emitted before it was"
+                    f" preempted (emitted {e_before}); rebuilding never re-emits output",
+                )
+            )
+        elif got != want:
             out.append(
                 Issue(
                     "RESULT.OUTPUT_EVENT.MISMATCH",
@@ -328,10 +393,9 @@ def _check_events(
     return out
 
 
-def _check_debits(
-    result: IterationResult, completed: dict[str, int], planned: dict[str, int]
-) -> list[Issue]:
+def _check_debits(result: IterationResult, service: _Service) -> list[Issue]:
     out: list[Issue] = []
+    completed = service.completed
     debited: set[str] = set()
     for i, debit in enumerate(result.service_debits):
         base = f"/service_debits/{i}"
@@ -359,7 +423,18 @@ def _check_debits(
                     f"{client} has no item in this result, yet is debited {debit.tokens}",
                 )
             )
-        elif debit.tokens == planned.get(client) and planned.get(client) != want:
+        elif debit.tokens == service.completed_rows[client]:
+            out.append(
+                Issue(
+                    "RESULT.DEBIT.REBUILD_AS_SERVICE",
+                    "result",
+                    base + "/tokens",
+                    f"{client} debited {debit.tokens} completed rows, but"
+                    f" {debit.tokens - want} of them only rebuild K/V after a recompute"
+                    f" preemption; its semantic service is {want}",
+                )
+            )
+        elif debit.tokens in (service.planned[client], service.planned_rows[client]):
             out.append(
                 Issue(
                     "RESULT.DEBIT.PLANNED_SERVICE",
@@ -374,7 +449,7 @@ def _check_debits(
                     "RESULT.DEBIT.MISMATCH",
                     "result",
                     base + "/tokens",
-                    f"{client} debited {debit.tokens}; its completed service is {want}",
+                    f"{client} debited {debit.tokens}; its completed semantic service is {want}",
                 )
             )
     for client in sorted(completed):

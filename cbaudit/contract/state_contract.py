@@ -125,8 +125,9 @@ def check_state(workload: WorkloadManifest, state: SchedulerState) -> list[Issue
                     "STATE.FRONTIER.INCONSISTENT",
                     "state",
                     base + "/computed_tokens",
-                    f"{rid}: p={p} e={e} c={c} fits neither unfinished prefill (e=0, c<p)"
-                    f" nor ordinary decode (e>=1, c=p+e-1={p + e - 1})",
+                    f"{rid}: p={p} e={e} c={c} fits neither unfinished prefill (e=0, c<p),"
+                    f" ordinary decode (e>=1, c=p+e-1={p + e - 1}) nor a rebuild after"
+                    f" recompute (e>=1, c<p+e-1)",
                 )
             )
         if v.committed_tokens != c:

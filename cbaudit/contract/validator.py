@@ -19,8 +19,10 @@ from cbaudit.contract.plan_contract import check_plan
 from cbaudit.contract.records import (
     IterationPlan,
     IterationResult,
+    Phase,
     SchedulerState,
     WorkloadManifest,
+    rebuild_rows,
 )
 from cbaudit.contract.result_contract import check_result
 from cbaudit.contract.state_contract import check_state, check_workload
@@ -119,9 +121,16 @@ def validate_result(
 
 
 def _case_metrics(
-    workload: WorkloadManifest, plan: IterationPlan, result: IterationResult | None
+    workload: WorkloadManifest,
+    state: SchedulerState,
+    plan: IterationPlan,
+    result: IterationResult | None,
 ) -> dict[str, Any]:
-    """The figures a case backs: order, budget use, and (with a result) what completed."""
+    """The figures a case backs: order, budget use, and (with a result) what completed.
+
+    A case whose state holds a rebuilding request (RECOMPUTE_CHUNK) also reports
+    `recompute_overhead_tokens`: completed rows below p + e - 1, kept apart from the debits.
+    """
     metrics: dict[str, Any] = {
         "selected_order": [f"{w.request_id}:{w.request_generation}" for w in plan.selected],
         "phases": [w.phase.value for w in plan.selected],
@@ -149,6 +158,17 @@ def _case_metrics(
         }
         metrics["debits"] = {d.client: d.tokens for d in result.service_debits}
         metrics["terminal"] = [f"{t.request_id}:{t.reason}" for t in result.terminal_events]
+        overhead: int | None = None
+        for i in result.items:
+            view = state.by_id.get(i.request_id)
+            if view is None or view.derived_phase() is not Phase.RECOMPUTE_CHUNK:
+                continue
+            done = i.completed
+            p, e = view.prompt_tokens, view.emitted_tokens
+            rows = 0 if done is None else rebuild_rows(p, e, done.start, done.end)
+            overhead = (overhead or 0) + rows
+        if overhead is not None:
+            metrics["recompute_overhead_tokens"] = overhead
     return metrics
 
 
@@ -184,7 +204,7 @@ def check_case_data(
     if result is not None:
         issues += check_result(workload, state, plan, result)
     findings = locate_issues(issues, file=file, locate=locate)
-    return findings, False, _case_metrics(workload, plan, result)
+    return findings, False, _case_metrics(workload, state, plan, result)
 
 
 def validate_case(doc: Document, *, subject: str | None = None) -> CheckResult:

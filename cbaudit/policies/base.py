@@ -32,6 +32,7 @@ class QueueName(IntEnum):
 
 PREFILL_CHUNK = "PREFILL_CHUNK"
 DECODE_ROW = "DECODE_ROW"
+RECOMPUTE_CHUNK = "RECOMPUTE_CHUNK"  # rebuild after a recompute preemption (e >= 1, c < p+e-1)
 
 
 class ReqState:
@@ -124,7 +125,9 @@ class ReqState:
 
     def phase_of(self, end: int) -> str:
         """The derived annotation of interval [c, end) (not a field a policy may forge)."""
-        return DECODE_ROW if self.is_decode and end == self.c + 1 else PREFILL_CHUNK
+        if self.is_decode and end == self.c + 1:
+            return DECODE_ROW
+        return RECOMPUTE_CHUNK if self.is_recompute else PREFILL_CHUNK
 
     def __repr__(self) -> str:
         return f"ReqState({self.rid}:{self.gen} p={self.p} e={self.e} c={self.c} {self.queue.name})"
@@ -330,10 +333,16 @@ class Policy(Protocol):
 
 
 def key_function(tie_break_key: Sequence[str], phase_order: Sequence[str]) -> KeyFn:
-    """The declared tie-break key as a function of a request view and derived phase."""
+    """The declared tie-break key as a function of a request view and derived phase.
+
+    An unlisted RECOMPUTE_CHUNK ranks like PREFILL_CHUNK (the contract's `phase_rank`).
+    """
     rank = {name: i for i, name in enumerate(phase_order)}
+    unlisted = len(rank)
+    if RECOMPUTE_CHUNK not in rank and PREFILL_CHUNK in rank:
+        rank[RECOMPUTE_CHUNK] = rank[PREFILL_CHUNK]
     getters: dict[str, Callable[[ReqState, str], Any]] = {
-        "phase_rank": lambda r, ph: rank.get(ph, len(rank)),
+        "phase_rank": lambda r, ph: rank.get(ph, unlisted),
         "priority_rank": lambda r, ph: r.priority,
         "arrival_order": lambda r, ph: r.arrival_order,
         "request_id": lambda r, ph: r.rid,
@@ -347,12 +356,13 @@ def key_function(tie_break_key: Sequence[str], phase_order: Sequence[str]) -> Ke
         "request_id",
         "request_generation",
     ):
-        d_rank = rank.get(DECODE_ROW, len(rank))
-        p_rank = rank.get(PREFILL_CHUNK, len(rank))
+        d_rank = rank.get(DECODE_ROW, unlisted)
+        p_rank = rank.get(PREFILL_CHUNK, unlisted)
+        r_rank = rank.get(RECOMPUTE_CHUNK, p_rank)
 
         def fast(r: ReqState, ph: str) -> tuple[Any, ...]:
             return (
-                d_rank if ph == DECODE_ROW else p_rank,
+                d_rank if ph == DECODE_ROW else (r_rank if ph == RECOMPUTE_CHUNK else p_rank),
                 r.priority,
                 r.arrival_order,
                 r.rid,

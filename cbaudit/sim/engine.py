@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from cbaudit.contract.records import semantic_rows
 from cbaudit.model import InputError
 from cbaudit.policies.base import (
     DECODE_ROW,
@@ -188,6 +189,7 @@ class Engine:
         max_decisions: int | None = None,
         max_findings: int = 100,
         progress: Callable[[int, int], None] | None = None,
+        preemption: Any = None,
     ) -> None:
         self.identity = identity_of(policy)
         self.workload = workload.with_policy(self.identity)
@@ -200,6 +202,8 @@ class Engine:
         self.max_decisions = max_decisions
         self.max_findings = max_findings
         self.progress = progress
+        # None: preemption by recompute; a cbaudit.sim.preemption_swap.SwapPreemption: by swap
+        self.preemption = preemption
         self.slot_clock = bool(getattr(cost, "is_unit", False))
         clock = workload.clock
         if self.slot_clock or clock.unit is ClockUnit.MS:
@@ -360,6 +364,8 @@ class Engine:
                 stop = "max_decisions"
                 break
             version += 1
+            if self.preemption is not None and self.preemption.swapped:
+                free = self.preemption.swap_in(free, bs)  # restore swapped-out K/V that fits
             view = _View(version, iteration + 1, now, self.budgets, running, waiting, free)
             builder = PlanBuilder(view, key_fn)
             self.policy.choose(view, builder)
@@ -419,8 +425,11 @@ class Engine:
             for victim in plan.preempted:
                 preemptions += 1
                 victim.preemptions += 1
-                rebuild_to[victim.idx] = max(rebuild_to[victim.idx], victim.c)
-                victim.c = 0
+                if self.preemption is not None:  # exact preservation: frontiers kept off-device
+                    self.preemption.swap_out(victim)
+                else:
+                    rebuild_to[victim.idx] = max(rebuild_to[victim.idx], victim.c)
+                    victim.c = 0
                 if free is not None:
                     free += victim.blocks
                 victim.blocks = 0
@@ -484,6 +493,10 @@ class Engine:
                     else:
                         chunks.append((item.start, item.end))
                 dt = self.cost.step_time_ms(StepShape(tuple(dec), tuple(chunks))) / self.ms_per_unit
+            if self.preemption is not None:  # swap transfers: charged under a ms clock only
+                swap_ms = self.preemption.take_pending_ms()
+                if not slot_clock:
+                    dt += swap_ms / self.ms_per_unit
             now = start + dt
             done: list[tuple[PlanItem, int, int]] | None = (
                 [] if (validation is Validation.CONTRACT or trace is not None) else None
@@ -514,8 +527,10 @@ class Engine:
                     r.blocks = held
                 r.last_served = iteration
                 r.snapshot += 1
-                if r.client is not None:
-                    service[r.client] = service.get(r.client, 0) + width
+                if r.client is not None:  # semantic service only: rebuild rows are overhead
+                    service[r.client] = service.get(r.client, 0) + semantic_rows(
+                        r.p, e0, item.start, item.end
+                    )
                 if item.end == r.p + e0:
                     r.e = e0 + 1
                     if st.first_token is None:
@@ -587,6 +602,7 @@ class Engine:
             preemptions=preemptions,
             slot_clock=slot_clock,
             validation=validation,
+            extra={"preemption": self.preemption.report()} if self.preemption is not None else {},
         )
 
     # ------------------------------------------------------------------ helpers

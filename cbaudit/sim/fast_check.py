@@ -14,18 +14,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from cbaudit.policies.base import DECODE_ROW, PREFILL_CHUNK, KeyFn, Plan, QueueName, ReqState
+from cbaudit.contract.records import derive_phase
+from cbaudit.policies.base import PREFILL_CHUNK, RECOMPUTE_CHUNK, KeyFn, Plan, QueueName, ReqState
 
 Issue = tuple[str, str]  # (code, message)
 
 
 def derived_phase(r: ReqState) -> str | None:
-    """The only legal ordinary work for these frontiers (None: the contract admits none)."""
-    if r.e == 0 and r.c < r.p:
-        return PREFILL_CHUNK
-    if r.e >= 1 and r.c == r.p + r.e - 1:
-        return DECODE_ROW
-    return None
+    """The only legal work for these frontiers (None: the contract admits none).
+
+    The contract's own rule (`cbaudit.contract.records.derive_phase`), so both paths agree.
+    """
+    return derive_phase(r.p, r.e, r.c)
 
 
 def check_plan_fast(
@@ -79,7 +79,7 @@ def check_plan_fast(
             out.append(
                 (
                     "PLAN.INTERVAL.NO_LEGAL_WORK",
-                    f"{rid}: frontiers p={r.p} e={r.e} c={r.c} admit no ordinary interval",
+                    f"{rid}: frontiers p={r.p} e={r.e} c={r.c} admit no legal interval",
                 )
             )
             continue
@@ -97,6 +97,14 @@ def check_plan_fast(
             if item.end > r.p:
                 out.append(
                     ("PLAN.INTERVAL.BEYOND_PROMPT", f"{rid}: prefill ends at {item.end} > {r.p}")
+                )
+        elif phase == RECOMPUTE_CHUNK:
+            if item.end > r.p + r.e:
+                out.append(
+                    (
+                        "PLAN.RECOMPUTE.BEYOND_STREAM",
+                        f"{rid}: rebuild ends at {item.end} > p + e = {r.p + r.e}",
+                    )
                 )
         elif width > 1:
             out.append(("PLAN.DECODE.MULTI_ROW", f"{rid}: decode [{item.start}, {item.end})"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cbaudit.contract.records import semantic_rows
 from cbaudit.policies.base import Plan, PlanItem, ReqState
 
 QUEUE_NAMES = {1: "waiting", 2: "running", 3: "suspended", 4: "finished"}
@@ -135,8 +136,10 @@ def result_json(
         )
         if r.e > e0:
             outputs.append({"request_id": r.rid, "request_generation": r.gen, "output_index": r.e})
-        if r.client is not None:
-            debits[r.client] = debits.get(r.client, 0) + item.end - item.start
+        if r.client is not None:  # semantic service: rows that only rebuild K/V are not debited
+            debits[r.client] = debits.get(r.client, 0) + semantic_rows(
+                r.p, e0, item.start, item.end
+            )
     return {
         "schema_version": 1,
         "decision_id": version,

@@ -114,9 +114,11 @@ def test_markdown_has_claims_and_caveat() -> None:
     """Markdown shows the verdict, the claims table, escaped cells and the evidence caveat."""
     md = REPORTERS["markdown"](_gate_report(), 0, False)
     assert md.startswith("# cbaudit gate: FAIL")
-    assert "| PASS | 13/16 <x> | synthetic | `b:loop3` |" in md
+    assert "| PASS | Loop 3 | 13/16 <x> | synthetic | `b:loop3` |" in md
     assert "never GPU utilization" in md
-    assert "## Loop 2" in md and "PLAN.BUDGET.TOKEN_EXCEEDED" in md
+    failed = md.split("## Failed, errored or not run")[1].split("## Loops")[0]
+    assert "PLAN.BUDGET.TOKEN_EXCEEDED" in failed and "`b:pin`" in failed
+    assert "| Loop 2 | 1 | 0 | 1 | 0 | 0 | derived |" in md
 
 
 def test_html_is_self_contained_with_charts() -> None:
