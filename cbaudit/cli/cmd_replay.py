@@ -82,6 +82,12 @@ def replay(
     slo_window_ms: float = typer.Option(
         None, "--slo-window-ms", help="Report the SLO outcome ledger over [0, MS]."
     ),
+    preemption: list[str] = typer.Option(
+        None,
+        "--preemption",
+        help="Preemption model key=value: mode=recompute|swap, link_bytes_per_ms=N,"
+        " read_bytes_per_ms=N, bytes_per_row=N (default: recompute).",
+    ),
     fmt: OutputFormat = FormatOpt,
     output: Path = OutputOpt,
     quiet: bool = QuietOpt,
@@ -101,6 +107,7 @@ def replay(
         validation=Validation.OFF if no_validate else validate,
         goodput=_goodput(goodput),
         slo_window_ms=slo_window_ms,
+        preemption=_pairs(preemption, "--preemption"),
     )
     sink = core.trace_file(trace_out) if trace_out is not None else nullcontext(None)
     with sink as trace, _progress_bar() as progress:

@@ -10,12 +10,20 @@ from typing import Any
 
 from cbaudit.policies.base import Policy
 from cbaudit.policies.bounded_admission import BoundedAdmissionPolicy
+from cbaudit.policies.fastserve_mlfq import FastServeMlfqPolicy
+from cbaudit.policies.fifo_fair import FifoPolicy
+from cbaudit.policies.least_service import LeastServicePolicy
 from cbaudit.policies.least_slack import LeastSlackPolicy
 from cbaudit.policies.orca import OrcaPolicy
 from cbaudit.policies.phase_first import DecodeFirstPolicy, PrefillFirstPolicy
+from cbaudit.policies.prefix_quota import PrefixQuotaPolicy, ReuseGreedyPolicy
+from cbaudit.policies.priority_aging import PriorityAgingPolicy, StaticPriorityPolicy
+from cbaudit.policies.reservation import MODES as RESERVATION_MODES
+from cbaudit.policies.reservation import factory as reservation_factory
 from cbaudit.policies.sarathi import SarathiServePolicy
 from cbaudit.policies.static import StaticPolicy
 from cbaudit.policies.vllm_v1 import VllmV1Policy
+from cbaudit.policies.vtc import VtcCompletionReconciledPolicy, VtcPolicy
 
 Factory = Callable[[Mapping[str, Any]], Policy]
 
@@ -60,3 +68,15 @@ POLICIES.register("decode-first", DecodeFirstPolicy)
 POLICIES.register("prefill-first", PrefillFirstPolicy)
 POLICIES.register("least-slack", LeastSlackPolicy)
 POLICIES.register("bounded-admission", BoundedAdmissionPolicy)
+for _mode in RESERVATION_MODES:
+    POLICIES.register(f"reservation-{_mode}", reservation_factory(_mode))
+# Fairness and starvation (article 0x09A, issue 4 part B).
+POLICIES.register("fifo", FifoPolicy)
+POLICIES.register("least-service", LeastServicePolicy)
+POLICIES.register("vtc", VtcPolicy)
+POLICIES.register("vtc-completion-reconciled", VtcCompletionReconciledPolicy)
+POLICIES.register("fastserve-mlfq", FastServeMlfqPolicy)
+POLICIES.register("static-priority", StaticPriorityPolicy)
+POLICIES.register("priority-aging", PriorityAgingPolicy)
+POLICIES.register("reuse-greedy", ReuseGreedyPolicy)
+POLICIES.register("prefix-quota", PrefixQuotaPolicy)

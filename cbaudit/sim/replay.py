@@ -45,9 +45,14 @@ class ReplayOptions:
     # `e2e_ms`) replacing per-request SLOs, and the observation window; either one turns it on.
     goodput: Mapping[str, float] = field(default_factory=dict)
     slo_window_ms: float | None = None
+    # Preemption model (article 0x0C): empty = recompute; {mode: swap, link_bytes_per_ms, ...}
+    # preserves K/V off-device (cbaudit.sim.preemption_swap).
+    preemption: Mapping[str, Any] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}
+        if self.preemption:
+            extra["preemption"] = dict(sorted(self.preemption.items()))
         if self.goodput:
             extra["goodput"] = dict(sorted(self.goodput.items()))
         if self.slo_window_ms is not None:
@@ -154,6 +159,12 @@ def run(
     policy = make_policy(options.policy, options.policy_options, file=source)
     cost = make_cost_model(options.cost_model, options.cost_options, file=source, base_dir=base_dir)
     evidence = getattr(cost, "evidence_class", EvidenceClass.SYNTHETIC)
+    from cbaudit.sim.preemption_swap import make_preemption
+
+    try:
+        preemption = make_preemption(options.preemption)
+    except ValueError as err:
+        raise InputError.at("REPLAY.PREEMPTION.OPTION", str(err), source) from None
     engine = Engine(
         workload,
         policy,
@@ -163,6 +174,7 @@ def run(
         trace=trace,
         initial=options.initial,
         progress=progress,
+        preemption=preemption,
     )
     result = engine.run()
     metrics = summarize(
@@ -183,6 +195,10 @@ def run(
                 "REPLAY.SLO.CLOCK", str(err), workload.source, pointer="/clock"
             ) from None
         metrics["evidence_classes"]["slo"] = evidence.value
+    if callable(getattr(policy, "report", None)):
+        metrics["policy_report"] = policy.report()
+    if "preemption" in result.extra:
+        metrics["preemption"] = result.extra["preemption"]
     metrics["options"] = options.describe()
     metrics["cost_model"] = (
         cost.describe() if hasattr(cost, "describe") else {"name": options.cost_model}

@@ -1,0 +1,186 @@
+"""Loop 9 oracle (article 0x0C): preemption intents, foreign receipts and resume tickets.
+
+For each case of a `preemption-fixture` the oracle derives, from the request snapshot, the
+`PreemptionIntent` and the receipts that arrived, whether a `ResumeTicket` exists, which
+receipts are stale, what capacity may be published and what rebuild execution publishes
+(`cbaudit.contract.preemption`). It then compares every declared value with the derivation.
+The report counts resumable cases, stale receipts and the semantic service published during
+rebuild (always zero by construction: rebuild restores K/V only), beside the telemetry the
+article asks for (intents by mode and reason, stale receipts by differing field, overhead).
+
+Synthetic contract evidence: no allocator, offload, placement, latency or vLLM/FastServe
+reproduction is implied, and a fixture that claims otherwise is a finding.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from cbaudit.contract.preemption import (
+    Outcome,
+    PreemptionIntent,
+    Receipt,
+    RequestSnapshot,
+    check_case,
+    derive_resume,
+    execute_rebuild,
+    find_physical_fields,
+)
+from cbaudit.io.schemas import validate
+from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError
+from cbaudit.sim.fairness_fixture import LoadedFixture, run_fixture_check
+
+if TYPE_CHECKING:
+    from cbaudit.gate.context import GateContext
+
+NAME = "preemption-resume"
+FIXTURE_SCHEMA = "preemption-fixture"
+SCOPE_NOTE = (
+    "synthetic contract evidence: not a production scheduler, allocator, offload or placement"
+    " implementation, latency benchmark, vLLM policy reproduction or FastServe reproduction"
+)
+
+
+def _leaks(fixture: LoadedFixture) -> None:
+    found: list[str] = []
+    for i, case in enumerate(fixture.data.get("cases", []) or []):
+        if not isinstance(case, Mapping):
+            continue
+        found += find_physical_fields(case.get("intent"), f"/cases/{i}/intent")
+        declared = case.get("declared")
+        if isinstance(declared, Mapping):
+            found += find_physical_fields(declared.get("ticket"), f"/cases/{i}/declared/ticket")
+    if found:
+        raise InputError(
+            [
+                Finding(
+                    "PREEMPT.PHYSICAL.LEAK",
+                    f"{ptr.rsplit('/', 1)[-1]} is foreign implementation state; intents and"
+                    " tickets carry only the logical binding and frontiers",
+                    location=fixture.locate(ptr),
+                )
+                for ptr in found
+            ]
+        )
+
+
+def evaluate(fixture: LoadedFixture) -> CheckResult:
+    """Run the Loop 9 oracle on one fixture (InputError when it is unusable)."""
+    _leaks(fixture)
+    schema_findings = validate(
+        dict(fixture.data), FIXTURE_SCHEMA, file=fixture.path, locate=fixture.locate
+    )
+    if schema_findings:
+        raise InputError(schema_findings)
+    data = fixture.data
+    findings: list[Finding] = []
+
+    def add(code: str, pointer: str, message: str) -> None:
+        findings.append(Finding(code, message, location=fixture.locate(pointer)))
+
+    claim = data["claim"]
+    inflated = sorted(k for k, v in claim["scope"].items() if v)
+    if claim["evidence_class"] != EvidenceClass.SYNTHETIC.value or inflated:
+        add(
+            "PREEMPT.CLAIM.INFLATED",
+            "/claim",
+            f"claim evidence_class {claim['evidence_class']!r}, scope {inflated}: {SCOPE_NOTE}",
+        )
+
+    cases: dict[str, Any] = {}
+    outcomes: Counter[str] = Counter()
+    stale_fields: Counter[str] = Counter()
+    intents: Counter[str] = Counter()
+    stale_total = 0
+    rebuild_service = 0
+    overhead = 0
+    chart_rows: list[dict[str, Any]] = []
+    for i, case in enumerate(data["cases"]):
+        ptr = f"/cases/{i}"
+        snapshot = RequestSnapshot.from_json(case["request"])
+        intent = PreemptionIntent.from_json(case["intent"])
+        receipts = [Receipt.from_json(r) for r in case["receipts"]]
+        d = derive_resume(snapshot, intent, receipts, pointer=ptr)
+        for issue in check_case(d, case["declared"], pointer=ptr):
+            add(issue.code, issue.pointer, f"{case['case_id']}: {issue.message}")
+        outcomes[d.outcome.value] += 1
+        intents[f"{intent.mode.value}/{intent.reason}"] += 1
+        stale_total += len(d.stale)
+        for _, fields in d.stale:
+            stale_fields.update(fields)
+        entry: dict[str, Any] = {
+            "outcome": d.outcome.value,
+            "t_target": d.t_target,
+            "t_ready": d.t_ready,
+            "stale_receipts": [{"receipt_id": r, "differs_in": list(f)} for r, f in d.stale],
+            "wrong_owner_receipts": list(d.wrong_owner),
+            "published_capacity_bytes": d.published_capacity_bytes,
+            "waiting_on": list(d.waiting_on),
+            "ticket": d.ticket.to_json() if d.ticket is not None else None,
+        }
+        if d.ticket is not None:
+            effect = execute_rebuild(d.ticket)
+            entry["rebuild"] = effect.to_json()
+            rebuild_service += effect.service_debit
+            overhead += effect.recompute_overhead_tokens
+            rb, nx = d.ticket.rebuild, d.ticket.next_ordinary
+            spans = [[rb[0], rb[1], "rebuild"]] if rb[1] > rb[0] else []
+            chart_rows.append({"label": case["case_id"], "spans": [*spans, [*nx, "decode"]]})
+        cases[case["case_id"]] = entry
+
+    summary = {
+        "cases": len(cases),
+        "resumable": outcomes[Outcome.RESUMABLE.value],
+        "no_ticket": len(cases) - outcomes[Outcome.RESUMABLE.value],
+        "stale_receipts": stale_total,
+        "semantic_service_during_rebuild": rebuild_service,
+        "recompute_overhead_tokens": overhead,
+    }
+    for key, want in sorted((data.get("expect_summary") or {}).items()):
+        if summary[key] != want:
+            add(
+                "PREEMPT.REPORT.COUNT",
+                f"/expect_summary/{key}",
+                f"{key}: declared {want}, derived {summary[key]}",
+            )
+    metrics = {
+        "fixture": data["fixture"],
+        "summary": summary,
+        "outcomes": dict(sorted(outcomes.items())),
+        "telemetry": {
+            "intents_by_mode_and_reason": dict(sorted(intents.items())),
+            "stale_receipts_by_field": dict(sorted(stale_fields.items())),
+            "recompute_overhead_tokens": overhead,
+            "semantic_service_tokens_during_rebuild": rebuild_service,
+        },
+        "cases": cases,
+        "scope": SCOPE_NOTE,
+        "evidence_class": EvidenceClass.SYNTHETIC.value,
+    }
+    chart = {
+        "type": "gantt",
+        "title": "Resume tickets: rebuild [T_ready, T_target) then one ordinary decode row",
+        "x_label": "token position",
+        "rows": chart_rows,
+    }
+    return CheckResult(
+        check=NAME,
+        subject=fixture.path,
+        findings=tuple(findings),
+        metrics=metrics,
+        evidence_class=EvidenceClass.SYNTHETIC,
+        reason=(
+            f"{summary['resumable']} resumable, {summary['stale_receipts']} stale receipts,"
+            f" {rebuild_service} semantic service during rebuild"
+        ),
+        charts=(chart,) if chart_rows else (),
+    )
+
+
+def run_preemption_resume(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+    """Gate kind `preemption_resume`: fields `fixture`, optional `expected`, `expect_code`."""
+    return run_fixture_check(
+        spec, ctx, check_name=NAME, evaluate=evaluate, spec_code="PREEMPT.SPEC.INVALID"
+    )
