@@ -17,6 +17,8 @@ from cbaudit.model import CheckResult
 KindFunction = Callable[[Mapping[str, Any], GateContext], list[CheckResult]]
 
 KINDS: dict[str, str] = {
+    # Any check turned into a rejection case: it must fail with the declared code.
+    "negative_check": "cbaudit.gate.negative:run_negative_check",
     # Loop 2: the plan/result contract (issue 2).
     "plan_case": "cbaudit.contract.gate_kinds:run_plan_case",
     "negative_case": "cbaudit.contract.gate_kinds:run_negative_case",

@@ -142,3 +142,29 @@ def test_parallel_matches_serial(tmp_path: Path) -> None:
     serial = REPORTERS["json"](run_gate([tmp_path], jobs=1), 0, False)
     parallel = REPORTERS["json"](run_gate([tmp_path], jobs=2), 0, False)
     assert serial == parallel
+
+
+def test_negative_check_requires_the_declared_code(tmp_path: Path) -> None:
+    """negative_check passes only when the inner check fails with the declared code."""
+    checks = (
+        "  - {id: ok, kind: negative_check, expect_code: LOOP.X.WRONG,"
+        " check: {kind: echo, fail_code: LOOP.X.WRONG}}\n"
+        "  - {id: other, kind: negative_check, expect_code: LOOP.X.WRONG,"
+        " check: {kind: echo, fail_code: LOOP.Y.OTHER}}\n"
+        "  - {id: passes, kind: negative_check, expect_code: LOOP.X.WRONG,"
+        " check: {kind: echo}}\n"
+    )
+    _bundle(tmp_path / "b", checks)
+    report = run_gate([tmp_path], jobs=1)
+    by_id = {r.subject.split(":")[1]: r for r in report.results}
+    assert by_id["ok"].outcome is CheckStatus.PASSED
+    assert [f.code for f in by_id["other"].findings] == ["GATE.NEGATIVE.WRONG_REASON"]
+    assert [f.code for f in by_id["passes"].findings] == ["GATE.NEGATIVE.NOT_REJECTED"]
+
+
+def test_negative_check_spec_errors(tmp_path: Path) -> None:
+    """A negative check without an inner check or code is unusable (GATE.NEGATIVE.SPEC)."""
+    _bundle(tmp_path / "b", "  - {id: n, kind: negative_check, expect_code: A.B}\n")
+    report = run_gate([tmp_path], jobs=1)
+    assert _codes(report) == {"GATE.NEGATIVE.SPEC"}
+    assert report.exit_code is ExitCode.UNUSABLE
