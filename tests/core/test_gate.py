@@ -164,7 +164,7 @@ def test_negative_check_requires_the_declared_code(tmp_path: Path) -> None:
 
 def test_negative_check_spec_errors(tmp_path: Path) -> None:
     """A negative check without an inner check or code is unusable (GATE.NEGATIVE.SPEC)."""
-    _bundle(tmp_path / "b", "  - {id: n, kind: negative_check, expect_code: A.B}\n")
+    _bundle(tmp_path / "b", "  - {id: neg, kind: negative_check, expect_code: A.B}\n")
     report = run_gate([tmp_path], jobs=1)
     assert _codes(report) == {"GATE.NEGATIVE.SPEC"}
     assert report.exit_code is ExitCode.UNUSABLE
