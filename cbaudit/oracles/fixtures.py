@@ -36,6 +36,9 @@ class Fixture:
     locate: Locator
     base: str | None = None  # display path of the base, for patched fixtures
     expect_code: str | None = None  # declared by a negative fixture file
+    # directory that relative paths inside `data` resolve against: the fixture's own folder,
+    # or the base's folder for a patched fixture (the paths come from the base's text)
+    directory: Path | None = None
 
     def require_schema(self, schema: str) -> None:
         """Raise `InputError` with located `SCHEMA.*` findings unless the data fits `schema`."""
@@ -54,7 +57,13 @@ def load_fixture(path: Path, *, display: str | None = None, root: Path | None = 
     doc = load_document(path, display=name)
     data = doc.data
     if not _is_patch_file(data):
-        return Fixture(data=data, path=name, sha256=doc.sha256, locate=doc.locate)
+        return Fixture(
+            data=data,
+            path=name,
+            sha256=doc.sha256,
+            locate=doc.locate,
+            directory=path.resolve().parent,
+        )
     findings = validate(data, "oracle-fixture-patch", file=name, locate=doc.locate)
     if findings:
         raise InputError(findings)
@@ -101,4 +110,5 @@ def load_fixture(path: Path, *, display: str | None = None, root: Path | None = 
         locate=locate,
         base=base_display,
         expect_code=data.get("expect_code"),
+        directory=base_path.parent,
     )

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 
 from cbaudit.model import CheckResult, InputError
-from cbaudit.oracles import chunked_prefill, selective_batching
+from cbaudit.oracles import chunked_prefill, runtime_policy, selective_batching
 from cbaudit.oracles.fixtures import Fixture
 from cbaudit.sim import admission, slo_oracle
 
@@ -38,6 +38,7 @@ _ENTRIES: tuple[tuple[str, Oracle], ...] = (
     (chunked_prefill.NAME, chunked_prefill.run),  # Loop 6, article 0x09
     (admission.NAME, admission.run),  # Loop 5, article 0x06
     (slo_oracle.NAME, slo_oracle.run),  # Loop 7, article 0x07
+    (runtime_policy.NAME, runtime_policy.run),  # Loop 10, article 0x0D
 )
 
 ORACLES: Mapping[str, Oracle] = MappingProxyType(build_registry(_ENTRIES))

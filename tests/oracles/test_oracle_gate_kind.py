@@ -14,7 +14,7 @@ from cbaudit.gate.runner import run_check
 from cbaudit.io import load_document
 from cbaudit.model import CheckStatus, InputError
 from cbaudit.model.findings import pointer_join
-from cbaudit.oracles import chunked_prefill, selective_batching
+from cbaudit.oracles import chunked_prefill, runtime_policy, selective_batching
 from cbaudit.oracles.fixtures import load_fixture
 from cbaudit.oracles.gate_kinds import run_oracle
 from cbaudit.oracles.registry import ORACLES, build_registry, get_oracle, run_fixture
@@ -202,6 +202,7 @@ def test_registry_is_explicit_and_refuses_duplicates() -> None:
         chunked_prefill.NAME: chunked_prefill.run,
         admission.NAME: admission.run,
         slo_oracle.NAME: slo_oracle.run,
+        runtime_policy.NAME: runtime_policy.run,
     }
     with pytest.raises(ValueError, match="twice"):
         build_registry([("x", chunked_prefill.run), ("x", selective_batching.run)])

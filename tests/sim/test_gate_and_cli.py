@@ -30,11 +30,16 @@ def _ctx(path: Path, i: int) -> GateContext:
 
 @pytest.mark.parametrize("rel", FAST_FILES)
 def test_shipped_checks_pass(rel: str) -> None:
-    """Every check in the loop file passes against its expected output."""
+    """Every simulator-kind check in the loop file passes against its expected output."""
     path = BUNDLE / rel
+    ran = 0
     for i, spec in enumerate(yaml.safe_load(path.read_text())["checks"]):
+        if spec["kind"] not in KINDS:  # other packages' kinds are tested with their packages
+            continue
+        ran += 1
         for res in KINDS[spec["kind"]](spec, _ctx(path, i)):
             assert res.outcome.value == "passed", (spec["id"], res.findings)
+    assert ran > 0
 
 
 def _abc_spec(**extra: Any) -> dict[str, Any]:
