@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cbaudit.io.atomic import atomic_write
-from cbaudit.model import Finding, InputError, Location
+from cbaudit.model import Finding, InputError, Location, Severity
 from cbaudit.model.canonical import dumps_canonical
 
 
@@ -83,10 +83,30 @@ class GateContext:
         path = self.resolve(rel, field=field)
         text = dumps_canonical(actual)
         if self.update:
-            if not path.exists() or path.read_text(encoding="utf-8") != text:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(path, text)
-            return []
+            old_text = path.read_text(encoding="utf-8") if path.exists() else None
+            if old_text == text:
+                return []
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, text)
+            if old_text is None:
+                what = "created"
+            else:
+                changed = sum(
+                    1
+                    for line in difflib.unified_diff(
+                        old_text.splitlines(), text.splitlines(), lineterm="", n=0
+                    )
+                    if line[:1] in "+-" and not line.startswith(("+++", "---"))
+                )
+                what = f"rewritten ({changed} changed lines)"
+            return [
+                Finding(
+                    "GATE.EXPECTED.UPDATED",
+                    f"{check_id}: expected output {rel} {what}",
+                    severity=Severity.NOTE,
+                    location=Location(file=str(path), pointer=""),
+                )
+            ]
         loc = Location(file=str(path), pointer="")
         if not path.exists():
             return [

@@ -95,7 +95,12 @@ def test_expected_drift_and_update(tmp_path: Path) -> None:
     report = run_gate([root], jobs=1)
     assert _codes(report) == {"GATE.EXPECTED.DRIFT"}
     assert '-  "count": 1' in report.findings[0].message
-    assert run_gate([root], update=True).exit_code is ExitCode.OK
+    updated = run_gate([root], update=True)
+    assert updated.exit_code is ExitCode.OK
+    assert [(f.code, f.severity.value) for f in updated.findings] == [
+        ("GATE.EXPECTED.UPDATED", "note")
+    ]
+    assert "rewritten (4 changed lines)" in updated.findings[0].message
     assert json.loads((root / "exp.json").read_text()) == {"count": 2}
     assert run_gate([root], jobs=1).exit_code is ExitCode.OK
 
