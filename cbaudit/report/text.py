@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -23,10 +24,32 @@ _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.N
 def _fmt_metric(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
-    if isinstance(value, (list, dict)):
-        text = repr(value)
-        return text if len(text) <= 100 else text[:97] + "..."
+    if isinstance(value, list):
+        if len(value) <= 8 and all(not isinstance(v, (dict, list)) for v in value):
+            return "[" + ", ".join(_fmt_metric(v) for v in value) + "]"
+        kind = "entries" if any(isinstance(v, (dict, list)) for v in value) else "values"
+        return f"[{len(value)} {kind}]"
+    if value is None:
+        return "-"
     return str(value)
+
+
+def _flatten(metrics: Mapping[str, Any], prefix: str = "", depth: int = 0) -> list[tuple[str, str]]:
+    """Nested metrics as dotted keys with readable scalar values."""
+    rows: list[tuple[str, str]] = []
+    for key in sorted(metrics):
+        value = metrics[key]
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value and depth < 3:
+            rows.extend(_flatten(value, name + ".", depth + 1))
+        elif isinstance(value, Mapping):
+            rows.append((name, "{}" if not value else f"{{{len(value)} keys}}"))
+        else:
+            rows.append((name, _fmt_metric(value)))
+    return rows
+
+
+MAX_METRIC_ROWS = 60
 
 
 def render_text(report: Report, verbosity: int = 0, color: bool = False) -> str:
@@ -59,10 +82,16 @@ def render_text(report: Report, verbosity: int = 0, color: bool = False) -> str:
             ftext.append(f": {finding.message}")
             console.print(ftext, soft_wrap=True)
         if verbosity > 0 and result.metrics:
+            rows = _flatten(result.metrics)
+            shown = rows if verbosity > 1 else rows[:MAX_METRIC_ROWS]
             table = Table(show_header=False, box=None, padding=(0, 2))
-            for key in sorted(result.metrics):
-                table.add_row(f"  {key}", _fmt_metric(result.metrics[key]))
+            for key, value in shown:
+                table.add_row(f"  {key}", value)
             console.print(table)
+            if len(shown) < len(rows):
+                console.print(
+                    f"  ... {len(rows) - len(shown)} more metrics (-vv, or --format json)"
+                )
     counts = report.counts()
     parts = [f"{n} {k.replace('_', ' ')}" for k, n in counts.items() if n]
     verdict = report.verdict.upper()

@@ -405,9 +405,22 @@ def _schema_findings(doc: Document) -> list[Finding]:
     return validate(doc.data, WORKLOAD_SCHEMA, file=doc.path, locate=doc.locate)
 
 
-def load_workload(path: str | Path, *, display: str | None = None) -> Workload:
-    """Load, schema-check (when the shared schema exists) and adapt a manifest file."""
+def load_workload(
+    path: str | Path, *, display: str | None = None, seed: int | None = None
+) -> Workload:
+    """Load any workload input and adapt it for the engine.
+
+    A manifest (explicit requests) is schema-checked and adapted directly; a request trace
+    (`.csv`, Splitwise/Vidur or Azure format) or a generator spec (`kind: workload-generator`)
+    is expanded into a manifest first by `cbaudit.sim.workload_gen` (`seed` overrides a
+    generator's own seed).
+    """
+    name = display if display is not None else str(path)
+    if Path(path).suffix.lower() == ".csv":
+        return _from_expanded(path, name, seed)
     doc = load_document(path, display=display)
+    if isinstance(doc.data, dict) and doc.data.get("kind") == "workload-generator":
+        return _from_expanded(path, name, seed)
     findings = _schema_findings(doc)
     if findings:
         raise InputError(findings)
@@ -426,3 +439,9 @@ def load_workload(path: str | Path, *, display: str | None = None) -> Workload:
             for f in err.findings
         ]
         raise InputError(located) from None
+
+
+def _from_expanded(path: str | Path, name: str, seed: int | None) -> Workload:
+    from cbaudit.sim.workload_gen import load_workload_json
+
+    return workload_from_data(load_workload_json(path, seed=seed, display=name), name)
