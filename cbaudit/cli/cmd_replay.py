@@ -13,10 +13,10 @@ from typing import Any
 import typer
 
 from cbaudit.cli.common import FormatOpt, OutputFormat, OutputOpt, QuietOpt, VerboseOpt, emit
-from cbaudit.model import InputDigest, Report, UsageError
+from cbaudit.model import UsageError
 from cbaudit.sim import replay as core
+from cbaudit.sim import replay_compare as comparable
 from cbaudit.sim.engine import Validation
-from cbaudit.sim.workload import load_workload
 
 
 def _pairs(items: list[str] | None, what: str) -> dict[str, Any]:
@@ -62,7 +62,9 @@ def _progress_bar() -> Iterator[Callable[[int, int], None] | None]:
 
 
 def replay(
-    workload: Path = typer.Argument(..., help="WorkloadManifest (JSON or YAML)."),
+    workload: Path = typer.Argument(
+        ..., help="WorkloadManifest or workload-generator spec (JSON or YAML)."
+    ),
     policy: str = typer.Option(..., "--policy", "-p", help="Policy id (see --list-policies)."),
     policy_option: list[str] = typer.Option(None, "--policy-option", help="key=value, repeatable."),
     cost_model: str = typer.Option("unit", "--cost-model", help="unit | roofline | table."),
@@ -70,7 +72,12 @@ def replay(
     budget: list[str] = typer.Option(None, "--budget", help="Override a budget: key=value."),
     horizon: int = typer.Option(None, "--horizon", min=1, help="Stop after N iterations."),
     window: list[int] = typer.Option(None, "--window", help="Also report occupancy on [1, N]."),
-    seed: int = typer.Option(None, "--seed", help="Seed recorded with the run (for generators)."),
+    seed: int = typer.Option(
+        None, "--seed", help="Draw a generator spec with this seed (a manifest only records it)."
+    ),
+    samples: bool = typer.Option(
+        True, "--samples/--no-samples", help="Per-request samples for compare-results (JSON)."
+    ),
     trace_out: Path = typer.Option(None, "--trace-out", help="Write state/plan/result JSONL."),
     validate: Validation = typer.Option(
         Validation.CONTRACT, "--validate", help="contract | fast | off."
@@ -94,7 +101,7 @@ def replay(
     verbose: int = VerboseOpt,
 ) -> int:
     """Replay WORKLOAD under a policy; every plan and result is contract-checked."""
-    loaded = load_workload(workload)
+    loaded, source = comparable.load_replay_workload(workload, seed=seed)
     options = core.ReplayOptions(
         policy=policy,
         policy_options=_pairs(policy_option, "--policy-option"),
@@ -111,16 +118,9 @@ def replay(
     )
     sink = core.trace_file(trace_out) if trace_out is not None else nullcontext(None)
     with sink as trace, _progress_bar() as progress:
-        run, metrics, evidence = core.run(
-            loaded, options, trace=trace, progress=progress, source=str(workload)
+        report, _ = comparable.replay_report(
+            loaded, source, options, samples=samples, trace=trace, progress=progress
         )
-    result = core.to_result(run, metrics, evidence, str(workload))
-    report = Report.build(
-        "replay",
-        [result],
-        inputs=[InputDigest.of(workload, display=str(workload))],
-        summary={"policy": policy, "iterations": run.iterations, "stop_reason": run.stop_reason},
-    )
     return emit(report, fmt, output, quiet, verbose)
 
 

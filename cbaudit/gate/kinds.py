@@ -30,6 +30,8 @@ KINDS: dict[str, str] = {
     "policy_snapshots": "cbaudit.sim.gate_kinds:run_policy_snapshots",
     "admission_cases": "cbaudit.sim.gate_kinds:run_admission_cases",
     "static_efficiency": "cbaudit.sim.gate_kinds:run_static_efficiency",
+    # A replay's full JSON report (samples + coordinates) kept on file for compare-results.
+    "replay_report": "cbaudit.sim.replay_compare:run_replay_report",
     # Hash binding.
     "pin": "cbaudit.pins.gate_kinds:run_pin",
     "formula_audit": "cbaudit.formulas.gate_kinds:run_formula_audit",

@@ -21,7 +21,12 @@ from typing import Any
 
 from cbaudit.model import CheckResult, Finding, Location, Severity, UsageError
 from cbaudit.model.findings import pointer_join
-from cbaudit.results.coordinates import MANIFEST_FIELDS, CoordinateDiff, differences
+from cbaudit.results.coordinates import (
+    MANIFEST_FIELDS,
+    CoordinateDiff,
+    comparison_keys,
+    differences,
+)
 from cbaudit.results.metrics import Direction, MetricInfo
 from cbaudit.results.samples import Point, SampleSet, iter_points
 from cbaudit.results.stats import (
@@ -98,6 +103,8 @@ class _Footnotes:
 def _coord_pointer(item: SampleSet, key: str) -> str:
     if item.adapter == "bench-results":
         return item.pointer + "/manifest"
+    if item.adapter == "replay-report":
+        return pointer_join("/summary/coordinates", *key.split("."))
     parts = key.split(".")
     return pointer_join(item.pointer, "coordinates", *parts)
 
@@ -112,7 +119,7 @@ def comparability_findings(
     """Coordinate differences, manifest differences, allowed fields and their findings."""
     sev = _severity("incomparable", opts)
     findings: list[Finding] = []
-    diffs = differences(a.coordinates, b.coordinates)
+    diffs = differences(a.coordinates, b.coordinates, comparison_keys(a.coordinates, b.coordinates))
     for d in diffs:
         code = "COMPARE.COORDINATE.UNREPORTED" if d.unreported else "COMPARE.COORDINATE.DIFFERS"
         findings.append(

@@ -115,6 +115,16 @@ def differences(
     return out
 
 
+def comparison_keys(a: Mapping[str, str | None], b: Mapping[str, str | None]) -> tuple[str, ...]:
+    """The declared set C, then every extra coordinate either side reports (sorted).
+
+    Extra coordinates come from inputs that define themselves by more than C (a replay's
+    policy, budgets and cost model): one side reporting one the other lacks is unreported.
+    """
+    extra = sorted((set(a) | set(b)) - set(COMPARISON_SET))
+    return COMPARISON_SET + tuple(extra)
+
+
 def comparable(a: Mapping[str, str | None], b: Mapping[str, str | None]) -> bool:
-    """The article's rule F67 over the full comparison set."""
-    return not differences(a, b)
+    """The article's rule F67 over the full comparison set (and any extra coordinates)."""
+    return not differences(a, b, comparison_keys(a, b))

@@ -13,7 +13,9 @@ Adapters shipped here:
 * `bench-results`: `cbaudit bench` results files (`format: cbaudit-bench-results`, schema
   `bench-results`): manifest fields checked, per point the raw `samples_ms` when recorded.
 * `replay-report`: a `cbaudit replay --format json` report whose results carry per-request
-  samples in `metrics.samples` (a mapping metric -> list of numbers).
+  samples in `metrics.samples` (a mapping metric -> list of numbers), with its coordinates in
+  `summary.coordinates`; the replay's own coordinates under `run` (policy, budgets, cost
+  model, horizon, ...) become extra coordinates `run.<name>` that must match as well.
 """
 
 from __future__ import annotations
@@ -331,6 +333,14 @@ def _detect_replay(data: Any) -> bool:
     return isinstance(data, dict) and data.get("command") == "replay" and "results" in data
 
 
+def _run_coordinates(run: Any) -> dict[str, str | None]:
+    """A replay's own coordinates (`summary.coordinates.run`: policy, budgets, cost model...)
+    as extra comparison coordinates `run.<name>`, compared after the declared set."""
+    if not isinstance(run, Mapping):
+        return {}
+    return {f"run.{key}": _canon(value) for key, value in sorted(run.items())}
+
+
 def _build_replay(doc: Document) -> list[SampleSet]:
     data = doc.data
     raw_summary = data.get("summary")
@@ -339,12 +349,22 @@ def _build_replay(doc: Document) -> list[SampleSet]:
     declared: Mapping[str, Any] = raw_coords if isinstance(raw_coords, Mapping) else {}
     coords = flatten(declared)
     coords["evidence_class"] = coords["evidence_class"] or "synthetic"
+    coords.update(_run_coordinates(declared.get("run")))
     points: dict[str, Point] = {}
     results = data.get("results")
     if not isinstance(results, list):
         raise InputError.at(
             "COMPARE.REPLAY.RESULTS", "`results` must be a list", doc.path, pointer="/results"
         )
+    # One result with samples (what `cbaudit replay` writes): points are named by metric alone,
+    # so the path the workload was given by does not split a comparison; several: subject:metric.
+    with_samples = [
+        isinstance(r, Mapping)
+        and isinstance(r.get("metrics"), Mapping)
+        and isinstance(r["metrics"].get("samples"), Mapping)
+        for r in results
+    ]
+    by_metric = sum(with_samples) == 1
     for i, res in enumerate(results):
         metrics = res.get("metrics") if isinstance(res, Mapping) else None
         if not isinstance(metrics, Mapping):
@@ -364,7 +384,7 @@ def _build_replay(doc: Document) -> list[SampleSet]:
                     doc.path,
                     pointer=ptr,
                 )
-            key = f"{subject}:{metric}"
+            key = str(metric) if by_metric else f"{subject}:{metric}"
             unit = str(units.get(metric, "unreported"))
             points[key] = Point(
                 key,

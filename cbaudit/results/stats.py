@@ -179,7 +179,8 @@ def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> MannWhitney:
 
 def min_attainable_p(m: int, n: int) -> float:
     """The smallest two-sided p value any U test can give for sizes m and n (no ties)."""
-    return min(1.0, 2.0 / math.comb(m + n, m))
+    # Integer true division: exact for any size (2.0 / comb overflows past ~1030 samples).
+    return min(1.0, 2 / math.comb(m + n, m))
 
 
 def geometric_mean(values: Sequence[float]) -> float:

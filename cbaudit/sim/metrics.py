@@ -19,12 +19,13 @@ declared `tick_ms`, null when none is declared):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
 from cbaudit.model import EvidenceClass
-from cbaudit.sim.engine import ReplayRun
+from cbaudit.policies.base import ReqState
+from cbaudit.sim.engine import ReplayRun, RequestStats
 
 INSUFFICIENT = "insufficient_sample"
 PERCENTILE_GATES: tuple[tuple[str, float, int], ...] = (
@@ -35,11 +36,26 @@ PERCENTILE_GATES: tuple[tuple[str, float, int], ...] = (
 OCCUPANCY_NOTE = "logical slot occupancy: scheduler slots used, not measured GPU utilization"
 
 
-def _num(x: float) -> float | int:
+def json_number(x: float) -> float | int:
     """Stable JSON numbers: integers stay integers, floats are rounded to 9 decimals."""
     if float(x).is_integer():
         return int(x)
     return round(x, 9)
+
+
+_num = json_number
+
+
+def ms_converter(run: ReplayRun) -> Callable[[float], float | None]:
+    """Clock units -> milliseconds for this run's clock; the converter returns None when the
+    clock cannot say (ticks without a declared `tick_ms`)."""
+    clock = run.workload.clock
+    tick_ms = 1.0 if clock.unit.value == "ms" else clock.tick_ms
+    if run.slot_clock and clock.unit.value == "ms":
+        return lambda v: v  # one iteration per millisecond
+    if tick_ms is None:
+        return lambda v: None
+    return lambda v: v * tick_ms
 
 
 def nearest_rank(samples: Sequence[float], q: float) -> float:
@@ -85,6 +101,20 @@ def occupancy(run: ReplayRun, horizon: int) -> dict[str, Any]:
     }
 
 
+def request_times(
+    request: ReqState, stats: RequestStats
+) -> tuple[float | None, float | None, float | None, float | None]:
+    """One request's (queue delay, TTFT, E2E, TPOT) in clock units; None where undefined."""
+    arrival = request.arrival
+    q = None if stats.first_scheduled is None else stats.first_scheduled - arrival
+    t1 = None if stats.first_token is None else stats.first_token - arrival
+    end = None if stats.finished is None else stats.finished - arrival
+    tp = None
+    if stats.finished is not None and stats.first_token is not None and request.e >= 2:
+        tp = (stats.finished - stats.first_token) / (request.e - 1)
+    return q, t1, end, tp
+
+
 def summarize(
     run: ReplayRun,
     *,
@@ -94,13 +124,7 @@ def summarize(
 ) -> dict[str, Any]:
     """JSON-ready metrics of one replay."""
     clock = run.workload.clock
-    tick_ms = 1.0 if clock.unit.value == "ms" else clock.tick_ms
-    if run.slot_clock and clock.unit.value == "tick":
-        to_ms = (lambda v: v * tick_ms) if tick_ms is not None else (lambda v: None)
-    elif run.slot_clock:
-        to_ms = lambda v: v  # noqa: E731 - one iteration per millisecond
-    else:
-        to_ms = (lambda v: v * tick_ms) if tick_ms is not None else (lambda v: None)
+    to_ms = ms_converter(run)
 
     def ms(v: float | None) -> float | int | None:
         if v is None:
@@ -129,12 +153,7 @@ def summarize(
             "scheduled_tokens": st.scheduled_tokens,
             "served_iterations": st.served_iterations,
         }
-        q = None if st.first_scheduled is None else st.first_scheduled - r.arrival
-        t1 = None if st.first_token is None else st.first_token - r.arrival
-        end = None if st.finished is None else st.finished - r.arrival
-        tp = None
-        if st.finished is not None and st.first_token is not None and r.e >= 2:
-            tp = (st.finished - st.first_token) / (r.e - 1)
+        q, t1, end, tp = request_times(r, st)
         if q is not None:
             qdelay.append(q)
         if t1 is not None:

@@ -190,7 +190,7 @@ def test_manifest_mismatch_refused_unless_allowed(cli: Callable[..., Any], tmp_p
 
 
 def test_replay_report_adapter(cli: Callable[..., Any], tmp_path: Path) -> None:
-    """A replay JSON report with per-request samples compares per subject and metric."""
+    """A replay JSON report with one sampled result compares per metric."""
     coords = {
         "model": "m",
         "hardware_parallelism": "h",
@@ -224,7 +224,7 @@ def test_replay_report_adapter(cli: Callable[..., Any], tmp_path: Path) -> None:
 
     a, b = rep(spread(1.0)), rep(spread(1.5))
     row = _pair(_json(cli("compare-results", a, b, "-f", "json").out))["points"][0]
-    assert row["point"] == "fcfs:ttft" and row["verdict"] == "regression"
+    assert row["point"] == "ttft" and row["verdict"] == "regression"
 
 
 def test_bench_results_adapter(cli: Callable[..., Any], tmp_path: Path) -> None:

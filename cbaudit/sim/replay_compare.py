@@ -1,0 +1,401 @@
+"""Replay reports that `compare-results` can compare: per-request samples and coordinates.
+
+`cbaudit compare-results` ranks two results only when every coordinate that defines them is
+equal (article 0x0E, F67). A replay report (`cbaudit replay -f json`, or the gate kind
+`replay_report`) therefore carries:
+
+* `results[0].metrics.samples`: metric -> per-request values, named as in the metric registry
+  (`queue_delay`, `ttft`, `tpot`, `e2e_latency`: one value per request that has it; `tbt`: one
+  value per gap between consecutive output tokens), and `metrics.units` (ms when the clock
+  converts to milliseconds, else tick). A metric no request has is left out.
+* `summary.coordinates`: the article's comparison set filled in for a replay (model, hardware,
+  workload, baseline, metric, SLO, load, evidence class), plus `run`: the replay's own
+  coordinates (policy id, version, options and tie-break; effective budgets; cost model and
+  its options; horizon; preemption model; initial state). `run` is compared like the rest, so
+  two policies are never ranked against each other: each is its own contract. `recorded` keeps
+  provenance that is not compared (the seed, the file name, the validation path).
+
+The seed of a generator spec is a repeat index: the workload coordinate is the spec's sha256
+(and that of every file it reads), so two seeds of one spec are two draws of the same offered
+load and are comparable. The seed of a manifest or trace workload changes nothing and is only
+recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cbaudit.io.loader import Document, load_document
+from cbaudit.io.schemas import list_schemas, validate
+from cbaudit.model import (
+    CheckResult,
+    EvidenceClass,
+    Finding,
+    InputDigest,
+    InputError,
+    Location,
+    Report,
+)
+from cbaudit.sim import replay as core
+from cbaudit.sim.engine import ReplayRun, TraceSink
+from cbaudit.sim.metrics import json_number, ms_converter, request_times
+from cbaudit.sim.workload import Workload, load_workload, workload_from_data
+
+# Sample names follow registry/metrics.yaml so compare-results knows each direction.
+SAMPLE_METRICS: tuple[str, ...] = ("queue_delay", "ttft", "tbt", "tpot", "e2e_latency")
+METRIC_NAME = "per-request latency samples"
+DENOMINATOR = (
+    "one sample per request (queue_delay, ttft, tpot, e2e_latency; a request without the"
+    " event is left out, tpot needs two outputs) and one per output-token gap (tbt)"
+)
+PERCENTILE = (
+    "raw per-request samples: compare-results takes medians with order-statistic CIs; the"
+    " report's latency percentiles are nearest rank"
+)
+BASELINE = "none: absolute per-request samples of one replay"
+GENERATOR_KIND = "workload-generator"
+MANIFEST_SCHEMA = "workload-manifest"
+SEED_ROLE_GENERATOR = "generator seed: a repeat index, not a comparison coordinate"
+SEED_ROLE_FIXED = "recorded only: a manifest or trace workload does not use the seed"
+
+
+def canon(value: Any) -> str:
+    """One spelling of a JSON-ready value as coordinate text (strings stay as they are)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+# --- workloads ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkloadSource:
+    """Where a replay's workload came from: its identity for the coordinates."""
+
+    display: str
+    sha256: str
+    kind: str  # "manifest" | "generator" | "trace"
+    seed: int | None = None  # the seed a generator spec was drawn with
+    offered: Mapping[str, Any] | None = None  # a generator's arrival recipe
+    referenced: tuple[InputDigest, ...] = ()  # files a generator spec reads (traces, lengths)
+
+    def digests(self) -> list[InputDigest]:
+        return [InputDigest(path=self.display, sha256=self.sha256), *self.referenced]
+
+
+def _manifest_workload(doc: Document) -> Workload:
+    """A manifest document as a Workload, schema-checked and located like `load_workload`."""
+    if MANIFEST_SCHEMA in list_schemas():
+        findings = validate(doc.data, MANIFEST_SCHEMA, file=doc.path, locate=doc.locate)
+        if findings:
+            raise InputError(findings)
+    try:
+        return workload_from_data(doc.data, doc.path)
+    except InputError as err:
+        raise InputError(
+            [
+                Finding(
+                    f.code,
+                    f.message,
+                    f.severity,
+                    doc.locate(f.location.pointer)
+                    if f.location.pointer is not None
+                    else Location(file=doc.path),
+                )
+                for f in err.findings
+            ]
+        ) from None
+
+
+def _referenced_paths(node: Any) -> list[str]:
+    """Every `path: STR` a generator spec declares (trace files, length columns)."""
+    out: list[str] = []
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if key == "path" and isinstance(value, str):
+                out.append(value)
+            else:
+                out.extend(_referenced_paths(value))
+    elif isinstance(node, list):
+        for item in node:
+            out.extend(_referenced_paths(item))
+    return out
+
+
+def load_replay_workload(
+    path: Path, *, seed: int | None = None, display: str | None = None
+) -> tuple[Workload, WorkloadSource]:
+    """Any workload input `load_workload` takes, with its identity for the coordinates.
+
+    A manifest is parsed once here; a trace CSV and a generator spec (drawn with `seed`, by
+    default the spec's own) are expanded by `cbaudit.sim.workload.load_workload`.
+    """
+    name = display if display is not None else str(path)
+    if path.suffix.lower() == ".csv":
+        digest = InputDigest.of(path, display=name)
+        workload = load_workload(path, display=name, seed=seed)
+        return workload, WorkloadSource(name, digest.sha256, kind="trace", seed=seed)
+    doc = load_document(path, display=display)
+    data = doc.data
+    if data.get("kind") != GENERATOR_KIND:
+        source = WorkloadSource(display=doc.path, sha256=doc.sha256, kind="manifest", seed=seed)
+        return _manifest_workload(doc), source
+    workload = load_workload(path, display=doc.path, seed=seed)
+    chosen = seed if seed is not None else data.get("seed")
+    offered = {k: data[k] for k in ("arrivals", "count", "duration", "trace") if k in data}
+    base_dir, shown = path.resolve().parent, Path(doc.path).parent
+    referenced = tuple(
+        InputDigest.of(base_dir / rel, display=str(shown / rel))
+        for rel in sorted(set(_referenced_paths(data)))
+    )
+    source = WorkloadSource(
+        display=doc.path,
+        sha256=doc.sha256,
+        kind="generator",
+        seed=int(chosen) if isinstance(chosen, int) else None,
+        offered=offered,
+        referenced=referenced,
+    )
+    return workload, source
+
+
+# --- samples -----------------------------------------------------------------------------
+
+
+def sample_unit(run: ReplayRun) -> str:
+    """`ms` when this run's clock converts to milliseconds, else `tick`."""
+    return "ms" if ms_converter(run)(0.0) is not None else "tick"
+
+
+def request_samples(run: ReplayRun) -> tuple[dict[str, list[float | int]], str]:
+    """Per-request samples (metric -> values, request order; tbt in engine order) and unit."""
+    to_ms = ms_converter(run)
+    unit = sample_unit(run)
+
+    def value(v: float) -> float | int:
+        if unit == "tick":
+            return json_number(v)
+        ms = to_ms(v)
+        assert ms is not None  # the unit says this clock converts
+        return json_number(ms)
+
+    lists: dict[str, list[float | int]] = {name: [] for name in SAMPLE_METRICS}
+    for request, stats in zip(run.requests, run.stats, strict=True):
+        times = request_times(request, stats)
+        for name, v in zip(("queue_delay", "ttft", "e2e_latency", "tpot"), times, strict=True):
+            if v is not None:
+                lists[name].append(value(v))
+    lists["tbt"] = [value(v) for v in run.tbt_samples]
+    return {name: vals for name, vals in lists.items() if vals}, unit
+
+
+def sample_metrics(run: ReplayRun) -> dict[str, Any]:
+    """The `samples` and `units` entries a comparable replay result adds to its metrics."""
+    samples, unit = request_samples(run)
+    return {"samples": samples, "units": dict.fromkeys(samples, unit)}
+
+
+# --- coordinates -------------------------------------------------------------------------
+
+
+def _profiles(cost: Mapping[str, Any]) -> tuple[str, str]:
+    """The model and hardware coordinates a cost model carries (or says it does not)."""
+    name = str(cost.get("name"))
+    if name == "roofline" and "model" in cost and "hardware" in cost:
+        model = canon({"profile": cost["model"], "dtype": cost.get("dtype")})
+        hardware = canon({"profile": cost["hardware"], "parallelism": "one device"})
+        return model, hardware
+    if name == "table":
+        summary = cost.get("manifest")
+        table = summary if isinstance(summary, Mapping) else {}
+        where = f"as measured in step-time table sha256:{table.get('sha256')}"
+        device = table.get("device") or (table.get("manifest") or {}).get("device")
+        return where, where + (f" on {canon(device)}" if device else "")
+    return (
+        f"none: the {name} cost model has no model profile",
+        f"none: the {name} cost model has no hardware profile",
+    )
+
+
+def _load(workload: Workload, source: WorkloadSource) -> str:
+    if source.offered is not None:
+        return canon({"offered": source.offered, "clock": workload.clock.unit.value})
+    reqs = workload.requests
+    if not reqs:
+        return "no requests"
+    first, last = json_number(reqs[0].arrival), json_number(reqs[-1].arrival)
+    return f"{len(reqs)} declared requests, arrivals {first}..{last} {workload.clock.unit.value}"
+
+
+def _slo(workload: Workload, options: core.ReplayOptions) -> str:
+    declared = sorted({canon(dict(r.slo)) for r in workload.requests if r.slo is not None})
+    parts: dict[str, Any] = {}
+    if options.goodput:
+        parts["goodput_ms"] = dict(sorted(options.goodput.items()))
+    if options.slo_window_ms is not None:
+        parts["window_ms"] = options.slo_window_ms
+    if declared:
+        parts["per_request"] = [json.loads(d) for d in declared]
+    return canon(parts) if parts else "none"
+
+
+def _initial(options: core.ReplayOptions) -> str:
+    if not options.initial:
+        return "none"
+    views = {
+        rid: {
+            k: (v.name.lower() if k == "queue" else v) for k, v in dataclasses.asdict(view).items()
+        }
+        for rid, view in sorted(options.initial.items())
+    }
+    return canon(views)
+
+
+def coordinates(
+    run: ReplayRun,
+    metrics: Mapping[str, Any],
+    evidence: EvidenceClass,
+    source: WorkloadSource,
+    options: core.ReplayOptions,
+) -> dict[str, Any]:
+    """The coordinates that define one replay result (see the module docstring)."""
+    workload = run.workload
+    cost = metrics.get("cost_model")
+    cost_desc: Mapping[str, Any] = cost if isinstance(cost, Mapping) else {}
+    model, hardware = _profiles(cost_desc)
+    kind = {"generator": "generator spec", "trace": "trace"}.get(source.kind, "manifest")
+    ident = f"{workload.workload_id} {kind} sha256:{source.sha256}"
+    for ref in source.referenced:
+        ident += f"; reads {Path(ref.path).name} sha256:{ref.sha256}"
+    identity = run.identity
+    policy = {
+        "id": identity.policy_id,
+        "version": identity.policy_version,
+        "options": dict(options.policy_options),
+        "tie_break": identity.tie_break.to_dict(),
+    }
+    return {
+        "model": model,
+        "hardware_parallelism": hardware,
+        "workload": ident,
+        "baseline": BASELINE,
+        "metric": {
+            "name": METRIC_NAME,
+            "unit": sample_unit(run),
+            "denominator": DENOMINATOR,
+            "percentile": PERCENTILE,
+        },
+        "slo": _slo(workload, options),
+        "load": _load(workload, source),
+        "evidence_class": evidence.value,
+        "run": {
+            "policy": canon(policy),
+            "budgets": canon(workload.budgets.to_dict()),
+            "cost_model": canon(
+                {k: v for k, v in cost_desc.items() if k not in ("model", "hardware")}
+            ),
+            "horizon": "none: run to completion"
+            if options.horizon is None
+            else str(options.horizon),
+            "preemption": canon(dict(options.preemption)) if options.preemption else "recompute",
+            "initial_state": _initial(options),
+        },
+        "recorded": {
+            "seed": source.seed,
+            "seed_role": SEED_ROLE_GENERATOR if source.kind == "generator" else SEED_ROLE_FIXED,
+            "workload_file": source.display,
+            "workload_kind": source.kind,
+            "validation": run.validation.value,
+        },
+    }
+
+
+# --- the report --------------------------------------------------------------------------
+
+
+def replay_report(
+    workload: Workload,
+    source: WorkloadSource,
+    options: core.ReplayOptions,
+    *,
+    samples: bool = True,
+    trace: TraceSink | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    base_dir: Path | None = None,
+) -> tuple[Report, EvidenceClass]:
+    """Run one replay and build its report: metrics (with samples), coordinates, inputs."""
+    run, metrics, evidence = core.run(
+        workload, options, trace=trace, progress=progress, source=source.display, base_dir=base_dir
+    )
+    if samples:
+        metrics = {**metrics, **sample_metrics(run)}
+    result = core.to_result(run, metrics, evidence, source.display)
+    summary = {
+        "policy": options.policy,
+        "iterations": run.iterations,
+        "stop_reason": run.stop_reason,
+        "coordinates": coordinates(run, metrics, evidence, source, options),
+    }
+    report = Report.build("replay", [result], inputs=source.digests(), summary=summary)
+    return report, evidence
+
+
+# --- gate kind -----------------------------------------------------------------------------
+
+CHECK_NAME = "replay-report"
+
+
+def run_replay_report(spec: Mapping[str, Any], ctx: Any) -> list[CheckResult]:
+    """Gate kind `replay_report`: the JSON report `cbaudit replay -f json` gives, kept on file.
+
+    Fields: `workload` (manifest or generator spec, relative to the declaring file; also the
+    path the report shows), `policy`, `options` (as the `replay` kind; `seed` draws a generator
+    spec), `report` (the checked-in report, compared canonically; `gate --update` rewrites it),
+    optional `samples` (default true). Running `cbaudit replay WORKLOAD ... -f json` from the
+    declaring file's directory gives the same report.
+    """
+    from cbaudit.sim.gate_kinds import options_from_spec
+
+    check_id = str(spec.get("id", CHECK_NAME))
+    for name in ("workload", "report"):
+        if not isinstance(spec.get(name), str) or not spec[name]:
+            raise InputError.at(
+                "REPLAY.SPEC.INVALID",
+                f"{name} must be a relative path",
+                ctx.manifest,
+                pointer=f"{ctx.pointer}/{name}",
+            )
+    with_samples = spec.get("samples", True)
+    if not isinstance(with_samples, bool):
+        raise InputError.at(
+            "REPLAY.SPEC.INVALID",
+            "samples must be true or false",
+            ctx.manifest,
+            pointer=f"{ctx.pointer}/samples",
+        )
+    path = ctx.resolve(spec["workload"], field="workload")
+    options = options_from_spec(spec, ctx)
+    workload, source = load_replay_workload(path, seed=options.seed, display=spec["workload"])
+    report, evidence = replay_report(
+        workload, source, options, samples=with_samples, base_dir=ctx.base_dir
+    )
+    [result] = report.results
+    findings = [*result.findings, *ctx.expect_json(spec["report"], report.to_dict(), check_id)]
+    counts = {k: len(v) for k, v in result.metrics.get("samples", {}).items()}
+    return [
+        CheckResult(
+            check=CHECK_NAME,
+            subject=check_id,
+            findings=tuple(findings),
+            metrics={"coordinates": report.summary["coordinates"], "sample_counts": counts},
+            evidence_class=evidence,
+            reason=f"{result.reason}; samples {counts}",
+            artifacts={"report": str(spec["report"])},
+        )
+    ]
