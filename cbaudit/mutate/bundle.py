@@ -17,8 +17,9 @@ from cbaudit.io import load_document
 from cbaudit.io.schemas import validate
 from cbaudit.model import Finding, InputError, Location
 from cbaudit.mutate.campaign import FixtureInput
-from cbaudit.mutate.targets import TARGETS, detect
+from cbaudit.mutate.targets import KIND_FIELD_DEFAULTS, KIND_FIXTURE_FIELDS, TARGETS, detect
 from cbaudit.oracles.fixtures import load_fixture
+from cbaudit.results.paths import REGISTRY_PREFIX, shipped
 
 BUNDLE_FILE = "bundle.yaml"
 _LOOP = re.compile(r"(\d+)")
@@ -142,7 +143,38 @@ def load_fixture_file(path: Path, display: str, target: str | None = None) -> Fi
             f"no mutation target recognises this fixture (known: {known})",
             display,
         )
-    return FixtureInput(display, data, chosen.name, source=doc.text, locate=doc.locate)
+    return FixtureInput(
+        display,
+        data,
+        chosen.name,
+        source=doc.text,
+        locate=doc.locate,
+        directory=path.resolve().parent,
+    )
+
+
+def _kind_fixtures(check: DeclaredCheck, root: Path) -> list[tuple[Path, str]]:
+    """The valid fixture file(s) a Loop 8-11 check names, with their display names."""
+    out: list[tuple[Path, str]] = []
+    for name in KIND_FIXTURE_FIELDS[check.kind]:
+        rel = check.spec.get(name, KIND_FIELD_DEFAULTS.get(name))
+        if isinstance(rel, str) and rel.startswith(REGISTRY_PREFIX):
+            file = rel[len(REGISTRY_PREFIX) :]
+            if not file or "/" in file or file.startswith("."):
+                raise InputError.at(
+                    "MUTATE.BUNDLE.PATH",
+                    f"bad registry name {file!r}",
+                    check.manifest,
+                    pointer=check.pointer,
+                )
+            out.append((shipped(file), f"registry/{file}"))
+            continue
+        path = _inside(check, rel, root)
+        raw = load_document(path).data if path.is_file() else None
+        if isinstance(raw, Mapping) and "patch" in raw:
+            continue  # a patched fixture is a negative, not a base to mutate
+        out.append((path, _display(path, root)))
+    return out
 
 
 def valid_fixtures(bundle: Bundle) -> list[FixtureInput]:
@@ -150,8 +182,10 @@ def valid_fixtures(bundle: Bundle) -> list[FixtureInput]:
     out: list[FixtureInput] = []
     seen: set[Path] = set()
     for check in bundle.checks:
+        found: list[tuple[Path, str]] = []
         if check.kind == "plan_case":
             path = _inside(check, check.spec.get("case"), bundle.root)
+            found = [(path, _display(path, bundle.root))]
         elif check.kind == "oracle" and "expect_code" not in check.spec:
             if f"oracle:{check.spec.get('oracle')}" not in TARGETS:
                 continue
@@ -159,12 +193,14 @@ def valid_fixtures(bundle: Bundle) -> list[FixtureInput]:
             fixture = load_fixture(path, root=bundle.root)
             if fixture.base is not None or fixture.expect_code is not None:
                 continue  # a patched fixture is a negative, not a base to mutate
-        else:
-            continue
-        if path in seen:
-            continue
-        seen.add(path)
-        out.append(load_fixture_file(path, _display(path, bundle.root)))
+            found = [(path, _display(path, bundle.root))]
+        elif check.kind in KIND_FIXTURE_FIELDS and "expect_code" not in check.spec:
+            found = _kind_fixtures(check, bundle.root)
+        for path, display in found:
+            if path in seen:
+                continue
+            seen.add(path)
+            out.append(load_fixture_file(path, display))
     return out
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from cbaudit.model import Location
@@ -79,6 +80,7 @@ class FixtureInput:
     target: str
     source: str = ""  # the file's text, for reports that show the mutated line
     locate: Callable[[str], Location] | None = None
+    directory: Path | None = None  # the file's folder, for oracles that read files it names
 
 
 @dataclass(frozen=True)
@@ -247,7 +249,7 @@ def run_cell(
             else:
                 began = time.perf_counter()
                 try:
-                    verdict = target.evaluate(mutant)
+                    verdict = target.evaluate(mutant, fixture.directory)
                 except Exception as err:  # the oracle crashed on a mutant: report, go on
                     status, detail = MutantStatus.ORACLE_ERROR, f"{type(err).__name__}: {err}"
                 else:
@@ -319,7 +321,7 @@ def run_campaign(
     baselines: dict[str, frozenset[str]] = {}
     originals: dict[str, str] = {}
     for fx in fixtures:
-        verdict = TARGETS[fx.target].evaluate(fx.data)
+        verdict = TARGETS[fx.target].evaluate(fx.data, fx.directory)
         baselines[fx.name] = verdict.codes
         originals[fx.name] = canonical(fx.data)
     cells = [(fx.name, op.name) for fx in fixtures for op in ops if op.target == fx.target]
@@ -361,4 +363,4 @@ def run_campaign(
 
 def _picklable(fixtures: Sequence[FixtureInput]) -> list[FixtureInput]:
     """Fixtures without their locator closures (workers need only the data)."""
-    return [FixtureInput(f.name, f.data, f.target) for f in fixtures]
+    return [FixtureInput(f.name, f.data, f.target, directory=f.directory) for f in fixtures]

@@ -8,10 +8,30 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from cbaudit.mutate import ops_loop2, ops_loop4, ops_loop5, ops_loop6
+from cbaudit.mutate import (
+    ops_loop2,
+    ops_loop4,
+    ops_loop5,
+    ops_loop6,
+    ops_loop7,
+    ops_loop8,
+    ops_loop9,
+    ops_loop10,
+    ops_loop11,
+)
 from cbaudit.mutate.operators import Operator, OperatorRegistry
 
-_LOOP_MODULES: tuple[ModuleType, ...] = (ops_loop2, ops_loop4, ops_loop5, ops_loop6)
+_LOOP_MODULES: tuple[ModuleType, ...] = (
+    ops_loop2,
+    ops_loop4,
+    ops_loop5,
+    ops_loop6,
+    ops_loop7,
+    ops_loop8,
+    ops_loop9,
+    ops_loop10,
+    ops_loop11,
+)
 
 
 def _collect() -> list[Operator]:

@@ -19,7 +19,7 @@ ALLOWED: dict[str, set[str]] = {
     "policies": {"contract", "io", "model"},
     "sim": {"policies", "contract", "io", "model", "bench"},
     "oracles": {"sim", "policies", "contract", "io", "model"},
-    "mutate": {"oracles", "sim", "policies", "contract", "io", "model"},
+    "mutate": {"oracles", "sim", "policies", "contract", "results", "io", "model"},
     "pins": {"io", "model"},
     "formulas": {"pins", "io", "model"},
     "results": {"io", "model", "bench"},

@@ -7,30 +7,91 @@ import random
 from pathlib import Path
 
 import pytest
-from _mutate_paths import LOOP2_ITER6, LOOP2_VALID, LOOP4, LOOP5, LOOP6
+from _mutate_paths import (
+    CONTRACTS,
+    LOOP2_ITER6,
+    LOOP2_VALID,
+    LOOP4,
+    LOOP5,
+    LOOP6,
+    LOOP7,
+    LOOP8,
+    LOOP9,
+    LOOP10,
+    LOOP11_CLOSURE,
+    LOOP11_SENSITIVITY,
+    RESULTS,
+)
 
 from cbaudit.contract.codes import CODES
 from cbaudit.contract.packing import PACK_CODES
+from cbaudit.contract.preemption import CODES as PREEMPTION_CODES
 from cbaudit.io import load_document
-from cbaudit.mutate import ops_loop2, ops_loop4, ops_loop5, ops_loop6, registry
+from cbaudit.mutate import (
+    ops_loop2,
+    ops_loop4,
+    ops_loop5,
+    ops_loop6,
+    ops_loop7,
+    ops_loop8,
+    ops_loop9,
+    ops_loop10,
+    ops_loop11,
+    registry,
+)
 from cbaudit.mutate.operators import Operator, OperatorRegistry
 from cbaudit.mutate.registry import OPERATORS
 from cbaudit.mutate.targets import TARGETS, detect
 from cbaudit.oracles import chunked_prefill, selective_batching
-from cbaudit.sim import admission
+from cbaudit.oracles.runtime_codes import CODES as RUNTIME_CODES
+from cbaudit.sim import admission, fairness_oracle, slo_oracle
 
+#: The Loop 11 audits list their codes in their module docstrings and messages.
+LOOP11_CODES = {
+    "RESULTS.SENSITIVITY.COMPOUND",
+    "RESULTS.SENSITIVITY.NO_CHANGE",
+    "RESULTS.SENSITIVITY.AXIS_MISMATCH",
+    "RESULTS.SENSITIVITY.EXPECTATION_DRIFT",
+    "RESULTS.HIDDEN_TRUTH.LEAK",
+    "RESULTS.SOURCE.DRIFT",
+    "RESULTS.CONTRACT.FIELD_MISSING",
+    "RESULTS.EVIDENCE.OVERCLAIM",
+    "RESULTS.OWNER.COLLAPSE",
+    "RESULTS.THEOREM.TRANSFER",
+    "RESULTS.RESULT.COORDINATE_MISSING",
+    "RESULTS.RANKING.UNIVERSAL",
+    "RESULTS.RANKING.INCOMPARABLE",
+    "RESULTS.COMPARISON_SET.WEAKENED",
+    "RESULTS.CLOSURE.UNKNOWN_EVIDENCE",
+    "RESULTS.CLOSURE.CLASS_SET",
+    "RESULTS.CLOSURE.UNCLOSED",
+}
 KNOWN_CODES = (
     set(CODES)
     | set(PACK_CODES)
     | set(selective_batching.CODES)
     | set(chunked_prefill.CODES)
     | set(admission.CODES)
+    | set(slo_oracle.CODES)
+    | set(fairness_oracle.CODES)
+    | set(PREEMPTION_CODES)
+    | set(RUNTIME_CODES)
+    | {"PREEMPT.PHYSICAL.LEAK"}  # raised by the Loop 9 oracle before its schema check
+    | LOOP11_CODES
 )
 FIXTURE_OF = {
     "plan-case": LOOP2_VALID,
     "oracle:selective-batching": LOOP4,
     "oracle:admission-uncertainty": LOOP5,
     "oracle:chunked-prefill": LOOP6,
+    "oracle:slo-overload": LOOP7,
+    "oracle:fairness-starvation": LOOP8,
+    "oracle:preemption-resume": LOOP9,
+    "oracle:runtime-policy": LOOP10,
+    "results:sensitivity": LOOP11_SENSITIVITY,
+    "results:contracts": CONTRACTS,
+    "results:results": RESULTS,
+    "results:closure": LOOP11_CLOSURE,
 }
 
 
@@ -43,7 +104,17 @@ def test_registry_refuses_duplicates() -> None:
 
 def test_registry_is_exactly_the_loop_modules() -> None:
     """The registry holds every operator of every loop module, and nothing else."""
-    modules = (ops_loop2, ops_loop4, ops_loop5, ops_loop6)
+    modules = (
+        ops_loop2,
+        ops_loop4,
+        ops_loop5,
+        ops_loop6,
+        ops_loop7,
+        ops_loop8,
+        ops_loop9,
+        ops_loop10,
+        ops_loop11,
+    )
     assert modules == registry._LOOP_MODULES
     assert [op.name for m in modules for op in m.OPERATORS] == list(OPERATORS)
 
@@ -76,6 +147,14 @@ def test_operator_applies_to_its_loop_fixture(name: str) -> None:
         (LOOP4, "oracle:selective-batching"),
         (LOOP5, "oracle:admission-uncertainty"),
         (LOOP6, "oracle:chunked-prefill"),
+        (LOOP7, "oracle:slo-overload"),
+        (LOOP8, "oracle:fairness-starvation"),
+        (LOOP9, "oracle:preemption-resume"),
+        (LOOP10, "oracle:runtime-policy"),
+        (LOOP11_SENSITIVITY, "results:sensitivity"),
+        (CONTRACTS, "results:contracts"),
+        (RESULTS, "results:results"),
+        (LOOP11_CLOSURE, "results:closure"),
     ],
 )
 def test_targets_recognise_their_fixtures(path: Path, target: str) -> None:
@@ -83,7 +162,7 @@ def test_targets_recognise_their_fixtures(path: Path, target: str) -> None:
     data = load_document(path).data
     found = detect(data)
     assert found is not None and found.name == target
-    assert found.evaluate(data).codes == frozenset()
+    assert found.evaluate(data, path.parent).codes == frozenset()
 
 
 def test_select_by_prefix_and_exact_name() -> None:
