@@ -13,9 +13,13 @@ from cbaudit.contract.records import (
     SchedulerState,
     TieBreakValue,
     WorkloadManifest,
+    derive_phase,
 )
 
 TieBreakKey = tuple[TieBreakValue, ...]
+
+_PREFILL = Phase.PREFILL_CHUNK
+_REBUILD = Phase.RECOMPUTE_CHUNK
 
 #: phase_rank of a phase the declared phase_order does not list.
 UNLISTED_PHASE_RANK = 2
@@ -41,28 +45,55 @@ def expected_key(workload: WorkloadManifest, view: RequestView, phase: Phase) ->
     (lower is more urgent, default 0); arrival_order is the declared order, else the request's
     position in the workload.
     """
-    tb = workload.policy.tie_break
-    decl = workload.by_id.get(view.request_id)
+    priority, order = rank_fields(workload, view.request_id, view.priority, view.arrival_order)
+    return declared_key(
+        workload.policy.tie_break.key,
+        workload.policy.tie_break.phase_order,
+        phase,
+        view.request_id,
+        view.request_generation,
+        priority,
+        order,
+    )
+
+
+def rank_fields(
+    workload: WorkloadManifest, rid: str, priority: int | None, arrival_order: int | None
+) -> tuple[int, int]:
+    """A view's priority_rank and arrival_order: its own values, else its declaration's,
+    else 0 and its position in the workload."""
+    decl = workload.by_id.get(rid)
+    if priority is None and decl is not None:
+        priority = decl.priority
+    if arrival_order is None and decl is not None:
+        arrival_order = decl.arrival_order
+    if arrival_order is None:
+        arrival_order = workload.position_of.get(rid, len(workload.requests))
+    return (priority if priority is not None else 0), arrival_order
+
+
+def declared_key(
+    key: Sequence[str],
+    phase_order: Sequence[str],
+    phase: Phase,
+    rid: str,
+    generation: int,
+    priority: int,
+    arrival_order: int,
+) -> TieBreakKey:
+    """The declared tie-break key (field names `key`) of one request doing `phase` work."""
     values: list[TieBreakValue] = []
-    for name in tb.key:
+    for name in key:
         if name == "phase_rank":
-            values.append(phase_rank(tb.phase_order, phase))
+            values.append(phase_rank(phase_order, phase))
         elif name == "priority_rank":
-            prio = view.priority
-            if prio is None and decl is not None:
-                prio = decl.priority
-            values.append(prio if prio is not None else 0)
+            values.append(priority)
         elif name == "arrival_order":
-            order = view.arrival_order
-            if order is None and decl is not None:
-                order = decl.arrival_order
-            if order is None:
-                order = workload.position_of.get(view.request_id, len(workload.requests))
-            values.append(order)
+            values.append(arrival_order)
         elif name == "request_id":
-            values.append(view.request_id)
+            values.append(rid)
         else:  # request_generation
-            values.append(view.request_generation)
+            values.append(generation)
     return tuple(values)
 
 
@@ -141,176 +172,248 @@ def check_plan(
     tokens = 0
     keys: list[tuple[int, TieBreakKey]] = []
     for i, w in enumerate(plan.selected):
-        base = f"/selected/{i}"
         rid = w.request_id
         width = w.end - w.start
         if width > 0:
             tokens += width
         if rid in selected_ids:
-            out.append(
-                Issue(
-                    "PLAN.REQUEST.DUPLICATE",
-                    "plan",
-                    base + "/request_id",
-                    f"{rid} is selected more than once in this plan",
-                )
-            )
+            out.append(duplicate_issue(i, rid))
         selected_ids.add(rid)
         if w.positions != tuple(range(w.start, w.end)):
             out.append(
                 Issue(
                     "PLAN.POSITIONS.FORGED",
                     "plan",
-                    base + "/positions",
+                    f"/selected/{i}/positions",
                     f"{rid}: positions are not range({w.start}, {w.end})",
                 )
             )
         if width <= 0:
-            out.append(
-                Issue(
-                    "PLAN.INTERVAL.EMPTY",
-                    "plan",
-                    base + "/end",
-                    f"{rid}: interval [{w.start}, {w.end}) selects no token",
-                )
-            )
+            out.append(empty_issue(i, rid, w.start, w.end))
         view = state.by_id.get(rid)
         if view is None:
-            out.append(
-                Issue(
-                    "PLAN.REQUEST.UNKNOWN",
-                    "plan",
-                    base + "/request_id",
-                    f"{rid} has no service view in state version {state.state_version}",
-                )
-            )
+            out.append(unknown_issue(i, rid, state.state_version))
             continue
-        if w.request_generation != view.request_generation:
-            out.append(
-                Issue(
-                    "PLAN.GENERATION.STALE",
-                    "plan",
-                    base + "/request_generation",
-                    f"{rid}: plan binds generation {w.request_generation}, the state holds"
-                    f" generation {view.request_generation}",
-                )
-            )
-        if w.snapshot_version != view.snapshot_version:
-            out.append(
-                Issue(
-                    "PLAN.SNAPSHOT.STALE",
-                    "plan",
-                    base + "/snapshot_version",
-                    f"{rid}: plan binds snapshot {w.snapshot_version}, the state holds snapshot"
-                    f" {view.snapshot_version}",
-                )
-            )
-        if view.terminal:
-            out.append(
-                Issue(
-                    "PLAN.REQUEST.TERMINAL",
-                    "plan",
-                    base + "/request_id",
-                    f"{rid}:{view.request_generation} is terminal",
-                )
-            )
-        elif not view.ready:
-            reason = f" ({view.readiness_reason})" if view.readiness_reason else ""
-            out.append(
-                Issue(
-                    "PLAN.REQUEST.NOT_READY",
-                    "plan",
-                    base + "/request_id",
-                    f"{rid} is not ready{reason}",
-                )
-            )
-        phase = view.derived_phase()
+        phase = work_item_issues(
+            out,
+            i,
+            rid,
+            w.start,
+            w.end,
+            w.phase,
+            w.request_generation,
+            w.snapshot_version,
+            view.request_generation,
+            view.snapshot_version,
+            view.terminal,
+            view.ready,
+            view.readiness_reason,
+            view.prompt_tokens,
+            view.emitted_tokens,
+            view.computed_tokens,
+        )
         if phase is None:
-            out.append(
-                Issue(
-                    "PLAN.INTERVAL.NO_LEGAL_WORK",
-                    "plan",
-                    base,
-                    f"{rid}: frontiers p={view.prompt_tokens} e={view.emitted_tokens}"
-                    f" c={view.computed_tokens} admit no legal interval",
-                )
-            )
             continue
-        c = view.computed_tokens
-        if w.start < c:
-            out.append(
-                Issue(
-                    "PLAN.INTERVAL.BEFORE_FRONTIER",
-                    "plan",
-                    base + "/start",
-                    f"{rid}: interval starts at {w.start}, before the computed frontier {c}",
-                )
-            )
-        elif w.start > c:
-            out.append(
-                Issue(
-                    "PLAN.INTERVAL.AFTER_FRONTIER",
-                    "plan",
-                    base + "/start",
-                    f"{rid}: interval starts at {w.start}, leaving a gap after the computed"
-                    f" frontier {c}",
-                )
-            )
-        if w.phase is not phase:
-            out.append(
-                Issue(
-                    "PLAN.PHASE.FORGED",
-                    "plan",
-                    base + "/phase",
-                    f"{rid}: annotated {w.phase.value}, but its frontiers derive {phase.value}",
-                )
-            )
-        if phase is Phase.PREFILL_CHUNK:
-            if w.end > view.prompt_tokens:
-                out.append(
-                    Issue(
-                        "PLAN.INTERVAL.BEYOND_PROMPT",
-                        "plan",
-                        base + "/end",
-                        f"{rid}: prefill ends at {w.end}, beyond the prompt of"
-                        f" {view.prompt_tokens} tokens",
-                    )
-                )
-        elif phase is Phase.RECOMPUTE_CHUNK:
-            stream = view.logical_length
-            if w.end > stream:
-                out.append(
-                    Issue(
-                        "PLAN.RECOMPUTE.BEYOND_STREAM",
-                        "plan",
-                        base + "/end",
-                        f"{rid}: rebuild ends at {w.end}, beyond the logical stream p + e ="
-                        f" {view.prompt_tokens} + {view.emitted_tokens} = {stream}",
-                    )
-                )
-        elif width > 1:
-            out.append(
-                Issue(
-                    "PLAN.DECODE.MULTI_ROW",
-                    "plan",
-                    base + "/end",
-                    f"{rid}: ordinary decode is exactly one row [{c}, {c + 1}), not"
-                    f" [{w.start}, {w.end})",
-                )
-            )
         key = ranks[rid]
         if w.tie_break_key != key:
-            out.append(
-                Issue(
-                    "PLAN.TIE_BREAK.FORGED",
-                    "plan",
-                    base + "/tie_break_key",
-                    f"{rid}: recorded key {_fmt(w.tie_break_key)}, the declared policy gives"
-                    f" {_fmt(key)}",
-                )
-            )
+            out.append(forged_key_issue(i, rid, w.tie_break_key, key))
         keys.append((i, key))
 
+    out.extend(order_issues(keys))
+    budgets = workload.budgets
+    ledger = plan.budget_ledger
+    budget_issues(out, budgets.token_budget, budgets.sequence_budget, tokens, len(selected_ids))
+    ledger_issues(
+        out,
+        budgets.token_budget,
+        budgets.sequence_budget,
+        ledger.token_budget,
+        ledger.sequence_budget,
+        ledger.tokens_used,
+        ledger.sequences_used,
+        tokens,
+        len(plan.selected),
+    )
+    out.extend(_check_not_selected(state, plan, selected_ids, keys, ranks))
+    return out
+
+
+# --------------------------------------------------------------------------- rule kernels
+# The plan rules, each in one place. `check_plan` applies them to frozen records; the replay
+# engine's incremental validator (`cbaudit.contract.live`) applies the same functions to its
+# own request objects, so both paths agree by construction. Pointers are relative to the plan.
+
+
+def duplicate_issue(index: int, rid: str) -> Issue:
+    return Issue(
+        "PLAN.REQUEST.DUPLICATE",
+        "plan",
+        f"/selected/{index}/request_id",
+        f"{rid} is selected more than once in this plan",
+    )
+
+
+def empty_issue(index: int, rid: str, start: int, end: int) -> Issue:
+    return Issue(
+        "PLAN.INTERVAL.EMPTY",
+        "plan",
+        f"/selected/{index}/end",
+        f"{rid}: interval [{start}, {end}) selects no token",
+    )
+
+
+def unknown_issue(index: int, rid: str, state_version: int) -> Issue:
+    return Issue(
+        "PLAN.REQUEST.UNKNOWN",
+        "plan",
+        f"/selected/{index}/request_id",
+        f"{rid} has no service view in state version {state_version}",
+    )
+
+
+def forged_key_issue(index: int, rid: str, recorded: TieBreakKey, key: TieBreakKey) -> Issue:
+    return Issue(
+        "PLAN.TIE_BREAK.FORGED",
+        "plan",
+        f"/selected/{index}/tie_break_key",
+        f"{rid}: recorded key {_fmt(recorded)}, the declared policy gives {_fmt(key)}",
+    )
+
+
+def work_item_issues(
+    out: list[Issue],
+    index: int,
+    rid: str,
+    start: int,
+    end: int,
+    annotated: str,
+    generation: int,
+    snapshot: int,
+    view_generation: int,
+    view_snapshot: int,
+    terminal: bool,
+    ready: bool,
+    readiness_reason: str | None,
+    p: int,
+    e: int,
+    c: int,
+) -> Phase | None:
+    """The rules binding selected interval [start, end) (annotated `annotated`, bound to
+    `generation` / `snapshot`) to the state's view of its request (generation, snapshot,
+    readiness, frontiers p, e, c). Appends to `out`; returns the derived phase, None when the
+    frontiers admit no legal interval."""
+    if generation != view_generation:
+        out.append(
+            Issue(
+                "PLAN.GENERATION.STALE",
+                "plan",
+                f"/selected/{index}/request_generation",
+                f"{rid}: plan binds generation {generation}, the state holds"
+                f" generation {view_generation}",
+            )
+        )
+    if snapshot != view_snapshot:
+        out.append(
+            Issue(
+                "PLAN.SNAPSHOT.STALE",
+                "plan",
+                f"/selected/{index}/snapshot_version",
+                f"{rid}: plan binds snapshot {snapshot}, the state holds snapshot {view_snapshot}",
+            )
+        )
+    if terminal:
+        out.append(
+            Issue(
+                "PLAN.REQUEST.TERMINAL",
+                "plan",
+                f"/selected/{index}/request_id",
+                f"{rid}:{view_generation} is terminal",
+            )
+        )
+    elif not ready:
+        reason = f" ({readiness_reason})" if readiness_reason else ""
+        out.append(
+            Issue(
+                "PLAN.REQUEST.NOT_READY",
+                "plan",
+                f"/selected/{index}/request_id",
+                f"{rid} is not ready{reason}",
+            )
+        )
+    phase = derive_phase(p, e, c)
+    if phase is None:
+        out.append(
+            Issue(
+                "PLAN.INTERVAL.NO_LEGAL_WORK",
+                "plan",
+                f"/selected/{index}",
+                f"{rid}: frontiers p={p} e={e} c={c} admit no legal interval",
+            )
+        )
+        return None
+    if start < c:
+        out.append(
+            Issue(
+                "PLAN.INTERVAL.BEFORE_FRONTIER",
+                "plan",
+                f"/selected/{index}/start",
+                f"{rid}: interval starts at {start}, before the computed frontier {c}",
+            )
+        )
+    elif start > c:
+        out.append(
+            Issue(
+                "PLAN.INTERVAL.AFTER_FRONTIER",
+                "plan",
+                f"/selected/{index}/start",
+                f"{rid}: interval starts at {start}, leaving a gap after the computed frontier {c}",
+            )
+        )
+    if annotated != phase:
+        out.append(
+            Issue(
+                "PLAN.PHASE.FORGED",
+                "plan",
+                f"/selected/{index}/phase",
+                f"{rid}: annotated {annotated!s}, but its frontiers derive {phase.value}",
+            )
+        )
+    if phase is _PREFILL:
+        if end > p:
+            out.append(
+                Issue(
+                    "PLAN.INTERVAL.BEYOND_PROMPT",
+                    "plan",
+                    f"/selected/{index}/end",
+                    f"{rid}: prefill ends at {end}, beyond the prompt of {p} tokens",
+                )
+            )
+    elif phase is _REBUILD:
+        if end > p + e:
+            out.append(
+                Issue(
+                    "PLAN.RECOMPUTE.BEYOND_STREAM",
+                    "plan",
+                    f"/selected/{index}/end",
+                    f"{rid}: rebuild ends at {end}, beyond the logical stream p + e ="
+                    f" {p} + {e} = {p + e}",
+                )
+            )
+    elif end - start > 1:
+        out.append(
+            Issue(
+                "PLAN.DECODE.MULTI_ROW",
+                "plan",
+                f"/selected/{index}/end",
+                f"{rid}: ordinary decode is exactly one row [{c}, {c + 1}), not [{start}, {end})",
+            )
+        )
+    return phase
+
+
+def order_issues(keys: Sequence[tuple[int, TieBreakKey]]) -> list[Issue]:
+    """Selected work must run in non-decreasing key order (`keys`: (index, key) pairs)."""
+    out: list[Issue] = []
     for (_, prev), (j, cur) in pairwise(keys):
         if cur < prev:
             out.append(
@@ -321,76 +424,111 @@ def check_plan(
                     f"key {_fmt(cur)} is selected after the larger key {_fmt(prev)}",
                 )
             )
-
-    out.extend(_check_budgets(workload, plan, tokens, len(selected_ids)))
-    out.extend(_check_not_selected(state, plan, selected_ids, keys, ranks))
     return out
 
 
-def _check_budgets(
-    workload: WorkloadManifest, plan: IterationPlan, tokens: int, sequences: int
-) -> list[Issue]:
-    out: list[Issue] = []
-    budgets = workload.budgets
-    ledger = plan.budget_ledger
-    if tokens > budgets.token_budget:
+def budget_issues(
+    out: list[Issue], token_budget: int, sequence_budget: int, tokens: int, sequences: int
+) -> None:
+    """`tokens` (positive widths) and distinct `sequences` selected against the budgets."""
+    if tokens > token_budget:
         out.append(
             Issue(
                 "PLAN.BUDGET.TOKEN_EXCEEDED",
                 "plan",
                 "/selected",
-                f"selected intervals use {tokens} tokens > token budget {budgets.token_budget}",
+                f"selected intervals use {tokens} tokens > token budget {token_budget}",
             )
         )
-    if sequences > budgets.sequence_budget:
+    if sequences > sequence_budget:
         out.append(
             Issue(
                 "PLAN.BUDGET.SEQUENCE_EXCEEDED",
                 "plan",
                 "/selected",
-                f"{sequences} requests selected > sequence budget {budgets.sequence_budget}",
+                f"{sequences} requests selected > sequence budget {sequence_budget}",
             )
         )
-    if ledger.token_budget != budgets.token_budget:
+
+
+def ledger_issues(
+    out: list[Issue],
+    token_budget: int,
+    sequence_budget: int,
+    ledger_token_budget: int,
+    ledger_sequence_budget: int,
+    tokens_used: int,
+    sequences_used: int,
+    tokens: int,
+    n_selected: int,
+) -> None:
+    """The plan's budget ledger against the workload's budgets and what it selected."""
+    if ledger_token_budget != token_budget:
         out.append(
             Issue(
                 "PLAN.LEDGER.BUDGET_MISMATCH",
                 "plan",
                 "/budget_ledger/token_budget",
-                f"ledger token budget {ledger.token_budget}, workload {budgets.token_budget}",
+                f"ledger token budget {ledger_token_budget}, workload {token_budget}",
             )
         )
-    if ledger.sequence_budget != budgets.sequence_budget:
+    if ledger_sequence_budget != sequence_budget:
         out.append(
             Issue(
                 "PLAN.LEDGER.BUDGET_MISMATCH",
                 "plan",
                 "/budget_ledger/sequence_budget",
-                f"ledger sequence budget {ledger.sequence_budget},"
-                f" workload {budgets.sequence_budget}",
+                f"ledger sequence budget {ledger_sequence_budget}, workload {sequence_budget}",
             )
         )
-    if ledger.tokens_used != tokens:
+    if tokens_used != tokens:
         out.append(
             Issue(
                 "PLAN.LEDGER.TOKENS_DRIFT",
                 "plan",
                 "/budget_ledger/tokens_used",
-                f"ledger says {ledger.tokens_used} tokens used; the selected widths sum to"
-                f" {tokens}",
+                f"ledger says {tokens_used} tokens used; the selected widths sum to {tokens}",
             )
         )
-    if ledger.sequences_used != len(plan.selected):
+    if sequences_used != n_selected:
         out.append(
             Issue(
                 "PLAN.LEDGER.SEQUENCES_DRIFT",
                 "plan",
                 "/budget_ledger/sequences_used",
-                f"ledger says {ledger.sequences_used} sequences used; {len(plan.selected)}"
-                " are selected",
+                f"ledger says {sequences_used} sequences used; {n_selected} are selected",
             )
         )
-    return out
+
+
+def not_selected_issue(index: int, rid: str, selected: bool, state_version: int) -> Issue:
+    """A not_selected entry that names a selected request, or one the state does not hold."""
+    if selected:
+        return Issue(
+            "PLAN.NOT_SELECTED.CONFLICT",
+            "plan",
+            f"/not_selected/{index}/request_id",
+            f"{rid} is both selected and recorded as not selected",
+        )
+    return Issue(
+        "PLAN.NOT_SELECTED.UNKNOWN",
+        "plan",
+        f"/not_selected/{index}/request_id",
+        f"{rid} has no service view in state version {state_version}",
+    )
+
+
+def skipped_issue(
+    rid: str, generation: int, key: TieBreakKey, worst: TieBreakKey, pointer: str
+) -> Issue:
+    """A ready request ranked ahead of selected work (`worst`) with no not_selected reason."""
+    return Issue(
+        "PLAN.TIE_BREAK.SKIPPED_UNEXPLAINED",
+        "plan",
+        pointer,
+        f"ready {rid}:{generation} ranks {_fmt(key)}, ahead of selected"
+        f" work at {_fmt(worst)}, but no not_selected reason is recorded",
+    )
 
 
 def _check_not_selected(
@@ -403,26 +541,11 @@ def _check_not_selected(
     out: list[Issue] = []
     explained: set[str] = set()
     for i, ns in enumerate(plan.not_selected):
-        base = f"/not_selected/{i}"
         explained.add(ns.request_id)
         if ns.request_id in selected_ids:
-            out.append(
-                Issue(
-                    "PLAN.NOT_SELECTED.CONFLICT",
-                    "plan",
-                    base + "/request_id",
-                    f"{ns.request_id} is both selected and recorded as not selected",
-                )
-            )
+            out.append(not_selected_issue(i, ns.request_id, True, state.state_version))
         elif ns.request_id not in state.by_id:
-            out.append(
-                Issue(
-                    "PLAN.NOT_SELECTED.UNKNOWN",
-                    "plan",
-                    base + "/request_id",
-                    f"{ns.request_id} has no service view in state version {state.state_version}",
-                )
-            )
+            out.append(not_selected_issue(i, ns.request_id, False, state.state_version))
     if not keys:
         return out
     worst = max(k for _, k in keys)
@@ -434,13 +557,5 @@ def _check_not_selected(
         if view.terminal or not view.ready:
             continue
         if key < worst:
-            out.append(
-                Issue(
-                    "PLAN.TIE_BREAK.SKIPPED_UNEXPLAINED",
-                    "plan",
-                    pointer,
-                    f"ready {rid}:{view.request_generation} ranks {_fmt(key)}, ahead of selected"
-                    f" work at {_fmt(worst)}, but no not_selected reason is recorded",
-                )
-            )
+            out.append(skipped_issue(rid, view.request_generation, key, worst, pointer))
     return out

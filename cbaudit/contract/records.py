@@ -39,6 +39,10 @@ class Phase(StrEnum):
 
 
 _PHASE_OF = {p.value: p for p in Phase}
+# module constants: reading an Enum member off its class costs an attribute lookup per use
+_PREFILL = Phase.PREFILL_CHUNK
+_DECODE = Phase.DECODE_ROW
+_REBUILD = Phase.RECOMPUTE_CHUNK
 
 
 # --------------------------------------------------------------------------- frontier rules
@@ -54,12 +58,12 @@ def derive_phase(p: int, e: int, c: int) -> Phase | None:
     at most at the logical length p + e (one row for decode).
     """
     if e == 0:
-        return Phase.PREFILL_CHUNK if c < p else None
+        return _PREFILL if c < p else None
     last = p + e - 1
     if c == last:
-        return Phase.DECODE_ROW
+        return _DECODE
     if c < last:
-        return Phase.RECOMPUTE_CHUNK
+        return _REBUILD
     return None
 
 

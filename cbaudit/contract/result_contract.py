@@ -20,6 +20,9 @@ from cbaudit.contract.records import (
 )
 
 _OUTPUT_TERMINALS = frozenset({"eos", "max_output_tokens"})
+_PREFILL = Phase.PREFILL_CHUNK
+_DECODE = Phase.DECODE_ROW
+_REBUILD = Phase.RECOMPUTE_CHUNK
 
 
 def check_result(
@@ -139,27 +142,24 @@ def check_result(
         if view is None or not current:
             continue
         max_out = decl.max_output_tokens if decl is not None else None
-        out.extend(
-            _check_progress(
-                base,
-                rid=rid,
-                phase=view.derived_phase(),
-                p=view.prompt_tokens,
-                before_state=(view.emitted_tokens, view.computed_tokens, view.committed_tokens),
-                before=(
-                    item.before.emitted_tokens,
-                    item.before.computed_tokens,
-                    item.before.committed_tokens,
-                ),
-                after=(
-                    item.after.emitted_tokens,
-                    item.after.computed_tokens,
-                    item.after.committed_tokens,
-                ),
-                logical=item.after.logical_length,
-                done_end=done_end,
-                max_out=max_out,
-            )
+        progress_issues(
+            out,
+            j,
+            rid,
+            view.derived_phase(),
+            view.prompt_tokens,
+            view.emitted_tokens,
+            view.computed_tokens,
+            view.committed_tokens,
+            item.before.emitted_tokens,
+            item.before.computed_tokens,
+            item.before.committed_tokens,
+            item.after.emitted_tokens,
+            item.after.computed_tokens,
+            item.after.committed_tokens,
+            item.after.logical_length,
+            done_end,
+            max_out,
         )
         advanced[(rid, item.request_generation)] = (
             view.emitted_tokens,
@@ -215,52 +215,65 @@ class _Service:
             tally[client] = tally.get(client, 0) + value
 
 
-def _check_progress(
-    base: str,
-    *,
+def progress_issues(
+    out: list[Issue],
+    index: int,
     rid: str,
     phase: Phase | None,
     p: int,
-    before_state: tuple[int, int, int],
-    before: tuple[int, int, int],
-    after: tuple[int, int, int],
+    e: int,
+    c: int,
+    k: int,
+    e_before: int,
+    c_before: int,
+    k_before: int,
+    e_after: int,
+    c_after: int,
+    k_after: int,
     logical: int | None,
     done_end: int | None,
     max_out: int | None,
-) -> list[Issue]:
-    out: list[Issue] = []
-    e, c, _ = before_state
-    if before != before_state:
+) -> None:
+    """The progress rules of result item `/items/{index}`, appended to `out`.
+
+    `phase`, `p`, `e`, `c`, `k` are the state's view of the request; `*_before` / `*_after`
+    the item's progress; `done_end` the end of a non-empty completed interval (None when
+    nothing completed); `max_out` its declared cap. Checks before vs the state, the computed
+    frontier after the completed work, the output clock, k <= c, the logical length and the
+    output cap. The single implementation: `check_result` and the replay engine's incremental
+    validator (`cbaudit.contract.live`) both call it.
+    """
+    if e_before != e or c_before != c or k_before != k:
         out.append(
             Issue(
                 "RESULT.PROGRESS.BEFORE_MISMATCH",
                 "result",
-                base + "/before",
-                f"{rid}: before (e, c, k) = {before}, the state says {before_state}",
+                f"/items/{index}/before",
+                f"{rid}: before (e, c, k) = {(e_before, c_before, k_before)}, the state says"
+                f" {(e, c, k)}",
             )
         )
-    e_after, c_after, k_after = after
     want_c = done_end if done_end is not None else c
     if c_after != want_c:
         out.append(
             Issue(
                 "RESULT.PROGRESS.COMPUTED_MISMATCH",
                 "result",
-                base + "/after/computed_tokens",
+                f"/items/{index}/after/computed_tokens",
                 f"{rid}: computed after is {c_after}; the completed work leaves it at {want_c}",
             )
         )
-    decode_row = done_end is not None and phase is Phase.DECODE_ROW
-    reaches_prompt = done_end is not None and phase is Phase.PREFILL_CHUNK and done_end == p
-    rebuilt = done_end is not None and phase is Phase.RECOMPUTE_CHUNK and done_end == p + e
+    decode_row = done_end is not None and phase is _DECODE
+    reaches_prompt = done_end is not None and phase is _PREFILL and done_end == p
+    rebuilt = done_end is not None and phase is _REBUILD and done_end == p + e
     want_e = e + int(decode_row) + int(reaches_prompt) + int(rebuilt)
     if e_after != want_e:
-        if phase is Phase.RECOMPUTE_CHUNK and not rebuilt and e_after > e:
+        if phase is _REBUILD and not rebuilt and e_after > e:
             out.append(
                 Issue(
                     "RESULT.RECOMPUTE.EMITTED_EARLY",
                     "result",
-                    base + "/after/emitted_tokens",
+                    f"/items/{index}/after/emitted_tokens",
                     f"{rid}: the rebuild completed to {done_end if done_end is not None else c},"
                     f" short of p + e = {p + e}, yet emitted after is {e_after} > {e}; a"
                     " rebuild emits only when it reaches the logical stream",
@@ -271,7 +284,7 @@ def _check_progress(
                 Issue(
                     "RESULT.OUTPUT_CLOCK.WRONG",
                     "result",
-                    base + "/after/emitted_tokens",
+                    f"/items/{index}/after/emitted_tokens",
                     f"{rid}: emitted after is {e_after}; the output clock gives {e} +"
                     f" {int(decode_row)} (decode row) + {int(reaches_prompt)} (prefill reached"
                     f" p) + {int(rebuilt)} (rebuild reached p + e) = {want_e}",
@@ -282,7 +295,7 @@ def _check_progress(
             Issue(
                 "RESULT.COMMITTED.AHEAD",
                 "result",
-                base + "/after/committed_tokens",
+                f"/items/{index}/after/committed_tokens",
                 f"{rid}: committed {k_after} runs ahead of computed {c_after}",
             )
         )
@@ -291,7 +304,7 @@ def _check_progress(
             Issue(
                 "RESULT.LOGICAL_LENGTH.WRONG",
                 "result",
-                base + "/after/logical_length",
+                f"/items/{index}/after/logical_length",
                 f"{rid}: logical length {logical}, but prompt + emitted = {p} + {e_after}"
                 f" = {p + e_after}",
             )
@@ -301,11 +314,10 @@ def _check_progress(
             Issue(
                 "RESULT.OUTPUT.EXCEEDS_MAX",
                 "result",
-                base + "/after/emitted_tokens",
+                f"/items/{index}/after/emitted_tokens",
                 f"{rid}: emitted {e_after} > max_output_tokens {max_out}",
             )
         )
-    return out
 
 
 def _check_events(

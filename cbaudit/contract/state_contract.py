@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from cbaudit.contract.issues import Issue
-from cbaudit.contract.records import Queue, SchedulerState, WorkloadManifest
+from cbaudit.contract.records import (
+    Queue,
+    RequestDecl,
+    SchedulerState,
+    WorkloadManifest,
+    derive_phase,
+)
 
 
 def check_workload(workload: WorkloadManifest) -> list[Issue]:
@@ -63,108 +69,156 @@ def check_state(workload: WorkloadManifest, state: SchedulerState) -> list[Issue
             )
         )
     seen: set[str] = set()
+    by_id = workload.by_id
     for i, v in enumerate(state.requests):
-        base = f"/requests/{i}"
         rid = v.request_id
         if rid in seen:
             out.append(
                 Issue(
                     "STATE.REQUEST.DUPLICATE",
                     "state",
-                    base + "/request_id",
+                    f"/requests/{i}/request_id",
                     f"request {rid!r} appears more than once in the state",
                 )
             )
             continue
         seen.add(rid)
-        decl = workload.by_id.get(rid)
-        if decl is None:
-            out.append(
-                Issue(
-                    "STATE.REQUEST.UNDECLARED",
-                    "state",
-                    base + "/request_id",
-                    f"request {rid!r} is not declared in workload {workload.workload_id!r}",
-                )
-            )
-        else:
-            if v.prompt_tokens != decl.prompt_tokens:
-                out.append(
-                    Issue(
-                        "STATE.PROMPT.MISMATCH",
-                        "state",
-                        base + "/prompt_tokens",
-                        f"{rid}: prompt_tokens {v.prompt_tokens} but the workload declares"
-                        f" {decl.prompt_tokens}",
-                    )
-                )
-            if v.request_generation < decl.request_generation:
-                out.append(
-                    Issue(
-                        "STATE.GENERATION.REGRESSED",
-                        "state",
-                        base + "/request_generation",
-                        f"{rid}: generation {v.request_generation} is below the declared"
-                        f" generation {decl.request_generation}",
-                    )
-                )
-            if v.emitted_tokens > decl.max_output_tokens:
-                out.append(
-                    Issue(
-                        "STATE.EMITTED.EXCEEDS_MAX",
-                        "state",
-                        base + "/emitted_tokens",
-                        f"{rid}: emitted {v.emitted_tokens} > max_output_tokens"
-                        f" {decl.max_output_tokens}",
-                    )
-                )
-        p, e, c = v.prompt_tokens, v.emitted_tokens, v.computed_tokens
-        if v.derived_phase() is None:
-            out.append(
-                Issue(
-                    "STATE.FRONTIER.INCONSISTENT",
-                    "state",
-                    base + "/computed_tokens",
-                    f"{rid}: p={p} e={e} c={c} fits neither unfinished prefill (e=0, c<p),"
-                    f" ordinary decode (e>=1, c=p+e-1={p + e - 1}) nor a rebuild after"
-                    f" recompute (e>=1, c<p+e-1)",
-                )
-            )
-        if v.committed_tokens != c:
-            out.append(
-                Issue(
-                    "STATE.COMMITTED.NOT_AT_COMPUTED",
-                    "state",
-                    base + "/committed_tokens",
-                    f"{rid}: committed k={v.committed_tokens} but computed c={c};"
-                    " the ordinary contract needs k = c at the decision boundary",
-                )
-            )
-        if v.terminal != (v.queue is Queue.FINISHED):
-            out.append(
-                Issue(
-                    "STATE.TERMINAL.QUEUE",
-                    "state",
-                    base + "/queue",
-                    f"{rid}: terminal={str(v.terminal).lower()} but queue is {v.queue.value!r}",
-                )
-            )
-        if v.terminal and v.ready:
-            out.append(
-                Issue(
-                    "STATE.TERMINAL.READY",
-                    "state",
-                    base + "/ready",
-                    f"{rid}: a terminal generation cannot be ready",
-                )
-            )
-        elif not v.terminal and not v.ready and not v.readiness_reason:
-            out.append(
-                Issue(
-                    "STATE.READY.REASON_MISSING",
-                    "state",
-                    base + "/ready",
-                    f"{rid}: not ready, but no readiness_reason says which dependency is missing",
-                )
-            )
+        view_issues(
+            out,
+            workload,
+            by_id.get(rid),
+            i,
+            rid,
+            v.request_generation,
+            v.prompt_tokens,
+            v.emitted_tokens,
+            v.computed_tokens,
+            v.committed_tokens,
+            v.ready,
+            v.terminal,
+            v.queue,
+            v.readiness_reason,
+        )
     return out
+
+
+def view_issues(
+    out: list[Issue],
+    workload: WorkloadManifest,
+    decl: RequestDecl | None,
+    index: int,
+    rid: str,
+    generation: int,
+    p: int,
+    e: int,
+    c: int,
+    k: int,
+    ready: bool,
+    terminal: bool,
+    queue: Queue,
+    readiness_reason: str | None,
+) -> None:
+    """The rules of one request view (the view at `/requests/{index}`), appended to `out`.
+
+    The single implementation of the per-view state rules: `check_state` calls it for every
+    view of a state, the replay engine's incremental validator (`cbaudit.contract.live`) for
+    every view that changed since the last published state. `decl` is the workload's
+    declaration of `rid` (None when undeclared).
+    """
+    if decl is None:
+        out.append(
+            Issue(
+                "STATE.REQUEST.UNDECLARED",
+                "state",
+                f"/requests/{index}/request_id",
+                f"request {rid!r} is not declared in workload {workload.workload_id!r}",
+            )
+        )
+    elif (
+        p != decl.prompt_tokens
+        or generation < decl.request_generation
+        or e > decl.max_output_tokens
+    ):
+        _declaration_issues(out, decl, index, rid, generation, p, e)
+    if derive_phase(p, e, c) is None:
+        out.append(
+            Issue(
+                "STATE.FRONTIER.INCONSISTENT",
+                "state",
+                f"/requests/{index}/computed_tokens",
+                f"{rid}: p={p} e={e} c={c} fits neither unfinished prefill (e=0, c<p),"
+                f" ordinary decode (e>=1, c=p+e-1={p + e - 1}) nor a rebuild after"
+                f" recompute (e>=1, c<p+e-1)",
+            )
+        )
+    if k != c:
+        out.append(
+            Issue(
+                "STATE.COMMITTED.NOT_AT_COMPUTED",
+                "state",
+                f"/requests/{index}/committed_tokens",
+                f"{rid}: committed k={k} but computed c={c};"
+                " the ordinary contract needs k = c at the decision boundary",
+            )
+        )
+    if terminal != (queue is Queue.FINISHED):
+        out.append(
+            Issue(
+                "STATE.TERMINAL.QUEUE",
+                "state",
+                f"/requests/{index}/queue",
+                f"{rid}: terminal={str(terminal).lower()} but queue is {queue.value!r}",
+            )
+        )
+    if terminal and ready:
+        out.append(
+            Issue(
+                "STATE.TERMINAL.READY",
+                "state",
+                f"/requests/{index}/ready",
+                f"{rid}: a terminal generation cannot be ready",
+            )
+        )
+    elif not terminal and not ready and not readiness_reason:
+        out.append(
+            Issue(
+                "STATE.READY.REASON_MISSING",
+                "state",
+                f"/requests/{index}/ready",
+                f"{rid}: not ready, but no readiness_reason says which dependency is missing",
+            )
+        )
+
+
+def _declaration_issues(
+    out: list[Issue], decl: RequestDecl, index: int, rid: str, generation: int, p: int, e: int
+) -> None:
+    base = f"/requests/{index}"
+    if p != decl.prompt_tokens:
+        out.append(
+            Issue(
+                "STATE.PROMPT.MISMATCH",
+                "state",
+                base + "/prompt_tokens",
+                f"{rid}: prompt_tokens {p} but the workload declares {decl.prompt_tokens}",
+            )
+        )
+    if generation < decl.request_generation:
+        out.append(
+            Issue(
+                "STATE.GENERATION.REGRESSED",
+                "state",
+                base + "/request_generation",
+                f"{rid}: generation {generation} is below the declared"
+                f" generation {decl.request_generation}",
+            )
+        )
+    if e > decl.max_output_tokens:
+        out.append(
+            Issue(
+                "STATE.EMITTED.EXCEEDS_MAX",
+                "state",
+                base + "/emitted_tokens",
+                f"{rid}: emitted {e} > max_output_tokens {decl.max_output_tokens}",
+            )
+        )

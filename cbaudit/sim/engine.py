@@ -5,15 +5,17 @@ from the online projection -> the plan is validated with the contract rules -> t
 executor runs one iteration, reading hidden truth only to decide when a request stops -> the
 result is validated -> only completed progress is published.
 
-The loop is built for speed: queues are updated incrementally, a plan costs O(selected) to
-build and check on the `fast` path, and JSON records are produced only for `--trace-out` or the
-`contract` validation path. The same workload, policy, options and cost model always give the
-same run (no clocks, no global randomness).
+The loop is built for speed: queues are updated incrementally, and every plan and result is
+checked by the contract's incremental validator (`cbaudit.contract.live`), which applies the
+contract's own rule functions to the engine's request objects and re-checks only what changed
+since the last cut. JSON records are produced only for `--trace-out` (and for the `cross_check`
+test hook, which also runs the record validator on every iteration and requires the same
+issues). The same workload, policy, options and cost model always give the same run (no clocks,
+no global randomness).
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +23,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from cbaudit.contract.records import semantic_rows
+from cbaudit.contract.issues import Issue
+from cbaudit.contract.live import LiveContract
+from cbaudit.contract.records import Queue, WorkloadManifest, semantic_rows
 from cbaudit.model import InputError
 from cbaudit.policies.base import (
     DECODE_ROW,
@@ -34,8 +38,7 @@ from cbaudit.policies.base import (
     key_function,
 )
 from cbaudit.policies.budget import blocks_held
-from cbaudit.sim.fast_check import check_plan_fast, derived_phase
-from cbaudit.sim.records_io import plan_json, result_json, state_json
+from cbaudit.sim.records_io import UNSTATED_REASON, plan_json, result_json, state_json
 from cbaudit.sim.step import StepShape
 from cbaudit.sim.workload import ClockUnit, PolicyIdentity, TieBreak, Workload
 
@@ -43,8 +46,8 @@ from cbaudit.sim.workload import ClockUnit, PolicyIdentity, TieBreak, Workload
 class Validation(StrEnum):
     """How the engine checks each plan and result."""
 
-    CONTRACT = "contract"  # build contract records and call cbaudit.contract.validator
-    FAST = "fast"  # the same rules on the engine's records, O(selected)
+    CONTRACT = "contract"  # every plan and result, cbaudit.contract's incremental validator
+    FAST = "fast"  # an alias of CONTRACT, kept for existing command lines and specs
     OFF = "off"  # no checks (speed comparisons only)
 
 
@@ -190,6 +193,7 @@ class Engine:
         max_findings: int = 100,
         progress: Callable[[int, int], None] | None = None,
         preemption: Any = None,
+        cross_check: bool = False,
     ) -> None:
         self.identity = identity_of(policy)
         self.workload = workload.with_policy(self.identity)
@@ -246,10 +250,10 @@ class Engine:
             self.reqs.append(r)
             self.realized.append(workload.realized_output(d))
         self.initial = dict(initial or {})
-        self._contract: Any = None
-        if validation is Validation.CONTRACT:
-            from cbaudit.contract.records import WorkloadManifest
-
+        # test hook: also validate full records every iteration and require the same issues
+        self.cross_check = cross_check and validation is not Validation.OFF
+        self._contract: WorkloadManifest | None = None
+        if validation is not Validation.OFF:
             self._contract = WorkloadManifest.from_json(self.workload.to_manifest())
 
     # ------------------------------------------------------------------ run
@@ -280,35 +284,19 @@ class Engine:
         slot_clock = self.slot_clock
         key_fn = self.key_fn
         horizon = self.horizon
-        tb = self.budgets.token_budget
-        sb = self.budgets.sequence_budget
 
-        # waiting requests by their (fixed while waiting) tie-break key, for the fast skip rule
-        wheap: list[tuple[tuple[Any, ...], int, ReqState]] = []
-        wseq = [0] * n
-        push_seq = 0
+        live: LiveContract | None = None
+        if self._contract is not None:
+            live = LiveContract(
+                self._contract,
+                {QueueName.WAITING: Queue.WAITING, QueueName.RUNNING: Queue.RUNNING},
+                unstated_reason=UNSTATED_REASON,
+            )
+        cross_check = self.cross_check
 
         def push_waiting(r: ReqState) -> None:
-            nonlocal push_seq
-            phase = derived_phase(r)
-            if phase is None or validation is not Validation.FAST:
-                return
-            push_seq += 1
-            wseq[r.idx] = push_seq
-            heapq.heappush(wheap, (key_fn(r, phase), push_seq, r))
-
-        def live_below(worst: tuple[Any, ...]) -> list[ReqState]:
-            out = list(running)
-            keep = []
-            while wheap and wheap[0][0] < worst:
-                entry = heapq.heappop(wheap)
-                r = entry[2]
-                if r.queue is QueueName.WAITING and wseq[r.idx] == entry[1]:
-                    keep.append(entry)
-                    out.append(r)
-            for entry in keep:
-                heapq.heappush(wheap, entry)
-            return out
+            if live is not None:
+                live.enter_waiting(r)
 
         ptr = 0
         if self.initial:
@@ -318,6 +306,9 @@ class Engine:
             finished = sum(1 for r in reqs if r.queue is QueueName.FINISHED)
             for r in waiting:
                 push_waiting(r)
+            if live is not None:
+                for r in running:
+                    live.touch(r)
         order = [r for r in reqs if r.queue is QueueName.PENDING]
         n_pending = len(order)
         ptr = 0
@@ -365,6 +356,9 @@ class Engine:
                 break
             version += 1
             if self.preemption is not None and self.preemption.swapped:
+                if live is not None:  # a restored request becomes ready with a new snapshot
+                    for r, _ in self.preemption.swapped.values():
+                        live.touch(r)
                 free = self.preemption.swap_in(free, bs)  # restore swapped-out K/V that fits
             view = _View(version, iteration + 1, now, self.budgets, running, waiting, free)
             builder = PlanBuilder(view, key_fn)
@@ -373,23 +367,9 @@ class Engine:
 
             state_rec: Any = None
             plan_rec: Any = None
-            released = sum(v.blocks for v in plan.preempted)
-            if validation is not Validation.OFF or trace is not None:
+            if live is not None or trace is not None:
                 issues: list[tuple[str, str, str]] = []
-                if validation is Validation.FAST:
-                    issues = [
-                        (code, msg, "plan")
-                        for code, msg in check_plan_fast(
-                            plan,
-                            state_version=version,
-                            token_budget=tb,
-                            sequence_budget=sb,
-                            free_blocks=None if free is None else free + released,
-                            key_fn=key_fn,
-                            live_below=live_below,
-                        )
-                    ]
-                if validation is Validation.CONTRACT or trace is not None:
+                if trace is not None or cross_check:
                     state_rec = state_json(
                         self.workload.workload_id, version, now, (*running, *waiting), service
                     )
@@ -403,9 +383,15 @@ class Engine:
                     if trace is not None:
                         trace.write("state", state_rec)
                         trace.write("plan", plan_rec)
-                    if validation is Validation.CONTRACT:
-                        issues = self._contract_plan(state_rec, plan_rec)
-                        if free is not None and plan.blocks_used > free + released:
+                if live is not None:
+                    found = live.check_plan(plan, version, running, waiting)
+                    if cross_check:
+                        found = self._cross_check(found, self._contract_plan(state_rec, plan_rec))
+                    if found:
+                        issues = [(i.code, i.message, i.record) for i in found]
+                    if free is not None:
+                        released = sum(v.blocks for v in plan.preempted)
+                        if plan.blocks_used > free + released:
                             issues.append(
                                 (
                                     "REPLAY.KV.BUDGET_EXCEEDED",
@@ -499,7 +485,7 @@ class Engine:
                     dt += swap_ms / self.ms_per_unit
             now = start + dt
             done: list[tuple[PlanItem, int, int]] | None = (
-                [] if (validation is Validation.CONTRACT or trace is not None) else None
+                [] if (live is not None or trace is not None) else None
             )
             terminal: list[tuple[ReqState, str]] = []
             n_tokens = 0
@@ -566,15 +552,23 @@ class Engine:
                 running = [r for r in running if not r.terminal]
 
             if done is not None:
-                res = result_json(version, done, terminal)
+                res: Any = None
+                if trace is not None or cross_check:
+                    res = result_json(version, done, terminal)
                 if trace is not None:
                     trace.write("result", res)
-                if validation is Validation.CONTRACT:
-                    issues = self._contract_result(state_rec, plan_rec, res)
-                    if issues:
-                        for code, msg, rec in issues:
+                if live is not None:
+                    found = live.check_result(done)
+                    if cross_check:
+                        found = self._cross_check(
+                            found, self._contract_result(state_rec, plan_rec, res)
+                        )
+                    if found:
+                        for i in found:
                             if len(findings) < self.max_findings:
-                                findings.append(EngineFinding(code, msg, iteration, rec))
+                                findings.append(
+                                    EngineFinding(i.code, i.message, iteration, i.record)
+                                )
                         stop = "contract_violation"
                         rows.append(len(plan.items))
                         tokens_iter.append(n_tokens)
@@ -658,29 +652,48 @@ class Engine:
 
     def _contract_plan(
         self, state_rec: Mapping[str, Any], plan_rec: Mapping[str, Any]
-    ) -> list[tuple[str, str, str]]:
+    ) -> list[Issue]:
+        """The record validator on this iteration's state and plan (the cross-check)."""
         from cbaudit.contract.plan_contract import check_plan
         from cbaudit.contract.records import IterationPlan, SchedulerState
         from cbaudit.contract.state_contract import check_state
 
+        assert self._contract is not None
         state = SchedulerState.from_json(state_rec)
         plan = IterationPlan.from_json(plan_rec)
-        issues = check_state(self._contract, state) + check_plan(self._contract, state, plan)
-        return [(i.code, i.message, i.record) for i in issues]
+        return check_state(self._contract, state) + check_plan(self._contract, state, plan)
 
     def _contract_result(
         self,
         state_rec: Mapping[str, Any],
         plan_rec: Mapping[str, Any],
         result_rec: Mapping[str, Any],
-    ) -> list[tuple[str, str, str]]:
+    ) -> list[Issue]:
+        """The record validator on this iteration's result (the cross-check)."""
         from cbaudit.contract.records import IterationPlan, IterationResult, SchedulerState
         from cbaudit.contract.result_contract import check_result
 
-        issues = check_result(
+        assert self._contract is not None
+        return check_result(
             self._contract,
             SchedulerState.from_json(state_rec),
             IterationPlan.from_json(plan_rec),
             IterationResult.from_json(result_rec),
         )
-        return [(i.code, i.message, i.record) for i in issues]
+
+    @staticmethod
+    def _cross_check(live: list[Issue], records: list[Issue]) -> list[Issue]:
+        """The record validator's issues, plus REPLAY.VALIDATOR.DIVERGED when the incremental
+        validator said anything else."""
+        if live == records:
+            return records
+        return [
+            *records,
+            Issue(
+                "REPLAY.VALIDATOR.DIVERGED",
+                "plan",
+                "",
+                f"incremental validator reported {[(i.code, i.pointer) for i in live]},"
+                f" the record validator {[(i.code, i.pointer) for i in records]}",
+            ),
+        ]

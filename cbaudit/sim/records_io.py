@@ -14,6 +14,8 @@ from cbaudit.contract.records import semantic_rows
 from cbaudit.policies.base import Plan, PlanItem, ReqState
 
 QUEUE_NAMES = {1: "waiting", 2: "running", 3: "suspended", 4: "finished"}
+#: The readiness reason a published view carries when its request is not ready and names none.
+UNSTATED_REASON = "NOT_READY"
 
 
 def view_json(r: ReqState) -> dict[str, Any]:
@@ -32,7 +34,7 @@ def view_json(r: ReqState) -> dict[str, Any]:
         "arrival_order": r.arrival_order,
     }
     if not r.ready:
-        out["readiness_reason"] = r.readiness_reason or "NOT_READY"
+        out["readiness_reason"] = r.readiness_reason or UNSTATED_REASON
     if r.client is not None:
         out["client"] = r.client
     return out
@@ -83,7 +85,7 @@ def plan_json(
     out: dict[str, Any] = {
         "schema_version": 1,
         "decision_id": version,
-        "input_state_version": version,
+        "input_state_version": plan.state_version,  # the version the policy read
         "policy_id": policy_id,
         "policy_version": policy_version,
         "selected": [item_json(i) for i in plan.items],

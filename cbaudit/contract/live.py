@@ -1,0 +1,431 @@
+"""The contract validator for a running replay: the Loop 2 rules, incrementally.
+
+`check_state`, `check_plan` and `check_result` take frozen records. A replay that built a full
+`SchedulerState`, `IterationPlan` and `IterationResult` every iteration and walked every view
+would spend most of its time building and re-checking records that did not change. This
+validator applies the same rule functions (`state_contract.view_issues`,
+`plan_contract.work_item_issues` and the other plan kernels, `result_contract.progress_issues`)
+straight to the engine's own request objects, and keeps what it already knows:
+
+* a view's state rules are re-run only when the view changed since the last published cut
+  (`touch`, `enter_waiting`); an unchanged view was proved at an earlier cut;
+* the declared tie-break key of each (request, phase) is computed once;
+* waiting requests sit in a heap by declared key, so the "no ready request ranked ahead of
+  selected work is skipped without a reason" rule visits the running requests and only the
+  waiting ones ranked below the worst selected key, never the whole queue.
+
+It returns the issues `check_state` + `check_plan` (and `check_result`) return for the records
+the engine would publish, in the same order. Record fields that the engine derives rather than
+chooses (workload and decision ids, policy identity, positions = range(start, end), ledger
+budgets, result items, output/terminal events and debits computed by the executor from the
+completed intervals) are not re-derived here; `tests/sim/test_live_validation.py` replays every
+policy, buggy policies and preemption under both validators and requires identical issues.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
+from typing import Any, Protocol
+
+from cbaudit.contract.issues import Issue
+from cbaudit.contract.plan_contract import (
+    TieBreakKey,
+    budget_issues,
+    declared_key,
+    duplicate_issue,
+    empty_issue,
+    forged_key_issue,
+    ledger_issues,
+    not_selected_issue,
+    order_issues,
+    rank_fields,
+    skipped_issue,
+    unknown_issue,
+    work_item_issues,
+)
+from cbaudit.contract.records import Phase, Queue, RequestDecl, WorkloadManifest, derive_phase
+from cbaudit.contract.result_contract import progress_issues
+from cbaudit.contract.state_contract import view_issues
+
+
+class LiveRequest(Protocol):
+    """What the validator reads of one request generation (the engine's mutable view)."""
+
+    @property
+    def idx(self) -> int: ...  # dense index, unique per request in the workload
+    @property
+    def rid(self) -> str: ...
+    @property
+    def gen(self) -> int: ...
+    @property
+    def p(self) -> int: ...
+    @property
+    def e(self) -> int: ...
+    @property
+    def c(self) -> int: ...  # committed equals computed at every published cut
+    @property
+    def snapshot(self) -> int: ...
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def terminal(self) -> bool: ...
+    @property
+    def readiness_reason(self) -> str | None: ...
+    @property
+    def priority(self) -> int | None: ...
+    @property
+    def arrival_order(self) -> int | None: ...
+    @property
+    def queue(self) -> Any: ...  # the engine's queue value, mapped by `queues`
+
+
+class LiveItem(Protocol):
+    """One selected interval [start, end) as the engine holds it."""
+
+    @property
+    def req(self) -> LiveRequest: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def key(self) -> tuple[Any, ...]: ...
+    @property
+    def snapshot(self) -> int: ...
+
+
+class LivePlan(Protocol):
+    """A policy's plan as the engine holds it."""
+
+    @property
+    def state_version(self) -> int: ...
+    @property
+    def items(self) -> Sequence[LiveItem]: ...
+    @property
+    def not_selected(self) -> Sequence[tuple[LiveRequest, str]]: ...
+    @property
+    def tokens_used(self) -> int: ...
+    @property
+    def sequences_used(self) -> int: ...
+
+
+_Published = tuple[Phase, int, int]  # a selected request's derived phase, e and c at the cut
+_PREFILL = Phase.PREFILL_CHUNK
+_DECODE = Phase.DECODE_ROW
+
+
+class LiveContract:
+    """Incremental `check_state` + `check_plan` + `check_result` for one replay.
+
+    `queues` maps the engine's queue values of the published (live) queues to contract
+    queues; a request whose queue is not in it is not part of the cut. `unstated_reason` is
+    the readiness reason the engine publishes for a not-ready request that names none (None:
+    it publishes none). The engine calls
+    `enter_waiting` when a request joins the waiting queue, `touch` when any other field of a
+    published view changes, `check_plan` once per decision and `check_result` after executing
+    that plan (which touches every executed request).
+    """
+
+    def __init__(
+        self,
+        workload: WorkloadManifest,
+        queues: Mapping[Any, Queue],
+        *,
+        unstated_reason: str | None = None,
+    ) -> None:
+        self.workload = workload
+        self._unstated = unstated_reason
+        self._queues = dict(queues)
+        self._waiting = {v for v, q in queues.items() if q is Queue.WAITING}
+        tie_break = workload.policy.tie_break
+        self._key_fields = tie_break.key
+        self._phase_order = tie_break.phase_order
+        # declared keys by request index, one table per phase: (generation, key)
+        self._prefill_keys: dict[int, tuple[int, TieBreakKey]] = {}
+        self._decode_keys: dict[int, tuple[int, TieBreakKey]] = {}
+        self._rebuild_keys: dict[int, tuple[int, TieBreakKey]] = {}
+        self._decls: dict[int, RequestDecl | None] = {}
+        self._touched: dict[int, LiveRequest] = {}
+        # waiting requests by declared key; an entry is current while its request is still
+        # waiting and `_entry[idx]` is its sequence number (lazy deletion otherwise)
+        self._heap: list[tuple[TieBreakKey, int, LiveRequest]] = []
+        self._entry: dict[int, int] = {}
+        self._seq = 0
+        self._published: list[_Published] = []
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def touch(self, r: LiveRequest) -> None:
+        """`r`'s published view changed: its state rules run again at the next cut."""
+        self._touched[r.idx] = r
+
+    def enter_waiting(self, r: LiveRequest) -> None:
+        """`r` joined the waiting queue (arrival, preemption, initial state)."""
+        self._touched[r.idx] = r
+        phase = derive_phase(r.p, r.e, r.c)
+        if phase is None:  # no rank: the state rule reports its frontiers
+            self._entry.pop(r.idx, None)
+            return
+        self._seq += 1
+        self._entry[r.idx] = self._seq
+        heapq.heappush(self._heap, (self.key(r, phase), self._seq, r))
+
+    def key(self, r: LiveRequest, phase: Phase) -> TieBreakKey:
+        """The declared tie-break key of `r` doing `phase` work (the contract's rule)."""
+        if phase is _DECODE:  # (an Enum hashes in Python: keep it out of the key)
+            table = self._decode_keys
+        elif phase is _PREFILL:
+            table = self._prefill_keys
+        else:
+            table = self._rebuild_keys
+        hit = table.get(r.idx)
+        if hit is not None and hit[0] == r.gen:
+            return hit[1]
+        priority, order = rank_fields(self.workload, r.rid, r.priority, r.arrival_order)
+        key = declared_key(
+            self._key_fields, self._phase_order, phase, r.rid, r.gen, priority, order
+        )
+        table[r.idx] = (r.gen, key)
+        return key
+
+    def _decl(self, r: LiveRequest) -> RequestDecl | None:
+        idx = r.idx
+        if idx in self._decls:
+            return self._decls[idx]
+        decl = self.workload.by_id.get(r.rid)
+        self._decls[idx] = decl
+        return decl
+
+    # ------------------------------------------------------------------ the checks
+
+    def check_plan(
+        self,
+        plan: LivePlan,
+        state_version: int,
+        running: Sequence[LiveRequest],
+        waiting: Sequence[LiveRequest],
+    ) -> list[Issue]:
+        """`check_state` on the views changed since the last cut, then `check_plan`."""
+        out: list[Issue] = []
+        if self._touched:
+            touched = self._touched
+            self._touched = {}
+            self._check_views(out, touched.values(), running, waiting)
+        if plan.state_version != state_version:
+            out.append(
+                Issue(
+                    "PLAN.STATE_VERSION.MISMATCH",
+                    "plan",
+                    "/input_state_version",
+                    f"plan reads state version {plan.state_version},"
+                    f" but the state is version {state_version}",
+                )
+            )
+        queues = self._queues
+        seen: set[int] = set()
+        tokens = 0
+        keys: list[tuple[int, TieBreakKey]] = []
+        worst: TieBreakKey | None = None
+        published = self._published = []
+        for i, item in enumerate(plan.items):
+            r = item.req
+            rid = r.rid
+            start = item.start
+            end = item.end
+            if r.idx in seen:
+                out.append(duplicate_issue(i, rid))
+            seen.add(r.idx)
+            if end > start:
+                tokens += end - start
+            else:
+                out.append(empty_issue(i, rid, start, end))
+            if r.queue not in queues:
+                out.append(unknown_issue(i, rid, state_version))
+                published.append((_PREFILL, -1, -1))
+                continue
+            e = r.e
+            c = r.c
+            phase = work_item_issues(
+                out,
+                i,
+                rid,
+                start,
+                end,
+                item.phase,
+                r.gen,
+                item.snapshot,
+                r.gen,
+                r.snapshot,
+                r.terminal,
+                r.ready,
+                None if r.ready else (r.readiness_reason or self._unstated),
+                r.p,
+                e,
+                c,
+            )
+            if phase is None:
+                published.append((_PREFILL, -1, -1))
+                continue
+            published.append((phase, e, c))
+            key = self.key(r, phase)
+            if item.key != key:
+                out.append(forged_key_issue(i, rid, tuple(item.key), key))
+            keys.append((i, key))
+            if worst is None or key > worst:
+                worst = key
+        if len(keys) > 1:
+            out.extend(order_issues(keys))
+        budgets = self.workload.budgets
+        budget_issues(out, budgets.token_budget, budgets.sequence_budget, tokens, len(seen))
+        n_items = len(plan.items)
+        if plan.tokens_used != tokens or plan.sequences_used != n_items:
+            ledger_issues(
+                out,
+                budgets.token_budget,
+                budgets.sequence_budget,
+                budgets.token_budget,
+                budgets.sequence_budget,
+                plan.tokens_used,
+                plan.sequences_used,
+                tokens,
+                n_items,
+            )
+        explained: set[int] = set()
+        for i, (r, _) in enumerate(plan.not_selected):
+            explained.add(r.idx)
+            if r.idx in seen:
+                out.append(not_selected_issue(i, r.rid, True, state_version))
+            elif r.queue not in queues:
+                out.append(not_selected_issue(i, r.rid, False, state_version))
+        if worst is not None:
+            skipped = self._skipped(worst, running, seen, explained)
+            if skipped:
+                pointer = "/not_selected" if plan.not_selected else ""
+                order = {r.idx: i for i, r in enumerate(chain(running, waiting))}
+                skipped.sort(key=lambda r: order.get(r.idx, len(order)))
+                for r in skipped:
+                    phase = derive_phase(r.p, r.e, r.c)
+                    assert phase is not None  # _ranked_below yields ranked requests only
+                    out.append(skipped_issue(r.rid, r.gen, self.key(r, phase), worst, pointer))
+        return out
+
+    def _check_views(
+        self,
+        out: list[Issue],
+        touched: Iterable[LiveRequest],
+        running: Sequence[LiveRequest],
+        waiting: Sequence[LiveRequest],
+    ) -> None:
+        """State rules of the changed views that are still in the cut, in cut order."""
+        queues = self._queues
+        found: list[LiveRequest] = []
+        probe: list[Issue] = []
+        for r in touched:
+            queue = queues.get(r.queue)
+            if queue is None:
+                continue  # left the cut (finished, rejected): no longer published
+            self._view(probe, r, queue, 0)
+            if probe:
+                found.append(r)
+                probe.clear()
+        if not found:
+            return
+        order = {r.idx: i for i, r in enumerate(chain(running, waiting))}
+        for r in sorted(found, key=lambda r: order.get(r.idx, len(order))):
+            self._view(out, r, queues[r.queue], order.get(r.idx, len(order)))
+
+    def _view(self, out: list[Issue], r: LiveRequest, queue: Queue, index: int) -> None:
+        """The state rules of `r`'s published view at position `index` of the cut."""
+        view_issues(
+            out,
+            self.workload,
+            self._decl(r),
+            index,
+            r.rid,
+            r.gen,
+            r.p,
+            r.e,
+            r.c,
+            r.c,
+            r.ready,
+            r.terminal,
+            queue,
+            None if r.ready else (r.readiness_reason or self._unstated),
+        )
+
+    def _skipped(
+        self,
+        worst: TieBreakKey,
+        running: Sequence[LiveRequest],
+        seen: set[int],
+        explained: set[int],
+    ) -> list[LiveRequest]:
+        """Ready published requests ranked below `worst` that are neither selected nor
+        explained (running ones by a scan, waiting ones from the heap)."""
+        out: list[LiveRequest] = []
+        for r in running:
+            if r.idx in seen or r.idx in explained or not r.ready or r.terminal:
+                continue
+            phase = derive_phase(r.p, r.e, r.c)
+            if phase is not None and self.key(r, phase) < worst:
+                out.append(r)
+        heap = self._heap
+        if heap and heap[0][0] < worst:
+            keep = []
+            waiting = self._waiting
+            entry = self._entry
+            while heap and heap[0][0] < worst:
+                item = heapq.heappop(heap)
+                r = item[2]
+                if r.queue in waiting and entry.get(r.idx) == item[1]:
+                    keep.append(item)
+                    idx = r.idx
+                    if idx not in seen and idx not in explained and r.ready and not r.terminal:
+                        out.append(r)
+            for item in keep:
+                heapq.heappush(heap, item)
+        return out
+
+    def check_result(self, done: Sequence[tuple[LiveItem, int, int]]) -> list[Issue]:
+        """`check_result` for the plan last checked: `done` holds (item, emitted before,
+        computed before) for every executed item, read after execution for the after side.
+
+        Executing an item changes its request's view, so each is also `touch`ed.
+        """
+        out: list[Issue] = []
+        decls = self._decls
+        touched = self._touched
+        for j, ((item, e0, c0), (phase, e, c)) in enumerate(
+            zip(done, self._published, strict=True)
+        ):
+            r = item.req
+            touched[r.idx] = r
+            decl = decls[r.idx] if r.idx in decls else self._decl(r)
+            start = item.start
+            end = item.end
+            ae = r.e
+            ac = r.c
+            progress_issues(
+                out,
+                j,
+                r.rid,
+                phase,
+                r.p,
+                e,
+                c,
+                c,
+                e0,
+                c0,
+                c0,
+                ae,
+                ac,
+                ac,
+                r.p + ae,
+                end if end > start else None,
+                decl.max_output_tokens if decl is not None else None,
+            )
+        return out
