@@ -178,8 +178,31 @@ def run_check(spec: CheckSpec, update: bool = False) -> list[CheckResult]:
     return out
 
 
-def _run_check_task(args: tuple[CheckSpec, bool]) -> list[CheckResult]:
-    return run_check(*args)
+def _run_batch(specs: list[CheckSpec]) -> list[list[CheckResult]]:
+    return [run_check(s) for s in specs]
+
+
+# Kinds that take seconds rather than milliseconds: each gets a worker of its own, first.
+HEAVY_KINDS = frozenset(
+    {"static_efficiency", "mutation", "metamorphic", "incident_replay", "fairness_replay"}
+)
+
+
+def _run_parallel(specs: list[CheckSpec], njobs: int) -> list[list[CheckResult]]:
+    """Run checks in processes: heavy kinds one per task (started first), the many
+    millisecond checks in batches so process overhead does not dominate."""
+    heavy = [i for i, s in enumerate(specs) if s.kind in HEAVY_KINDS]
+    light = [i for i, s in enumerate(specs) if s.kind not in HEAVY_KINDS]
+    size = max(1, len(light) // (njobs * 4))
+    batches = [heavy[i : i + 1] for i in range(len(heavy))]
+    batches += [light[i : i + size] for i in range(0, len(light), size)]
+    out: list[list[CheckResult]] = [[] for _ in specs]
+    with ProcessPoolExecutor(max_workers=njobs) as pool:
+        futures = [(b, pool.submit(_run_batch, [specs[i] for i in b])) for b in batches]
+        for batch, future in futures:
+            for i, results in zip(batch, future.result(), strict=True):
+                out[i] = results
+    return out
 
 
 def default_jobs() -> int:
@@ -202,12 +225,7 @@ def run_gate(
     if update or njobs == 1 or len(specs) < 2:
         per_check = [run_check(s, update) for s in specs]
     else:
-        # Many checks are milliseconds long: hand them out in chunks so process overhead
-        # does not dominate, while still balancing a few long checks across workers.
-        chunk = max(1, len(specs) // (njobs * 4))
-        with ProcessPoolExecutor(max_workers=njobs) as pool:
-            tasks = [(s, update) for s in specs]
-            per_check = list(pool.map(_run_check_task, tasks, chunksize=chunk))
+        per_check = _run_parallel(specs, njobs)
     results = [r for group in per_check for r in group]
     claims: list[dict[str, Any]] = []
     for spec, group in zip(specs, per_check, strict=True):
