@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cbaudit.contract.jsonpatch import PatchError, apply_patch
+from cbaudit.io.jsonpatch import PatchError, apply_patch
 from cbaudit.io.loader import Document, load_document
 from cbaudit.io.schemas import validate
 from cbaudit.model import Finding, InputError, Location

@@ -4,7 +4,7 @@ copied, everything else is shared with the original document.
 A mutant is one small patch over a large fixture, so a deep copy per mutant would dominate a
 campaign. `apply_shared(doc, ops)` never mutates `doc`; the result shares untouched subtrees
 with it, so callers must treat both as read-only. Failures raise
-`cbaudit.contract.jsonpatch.PatchError` (with the index of the failing operation), the same
+`cbaudit.io.jsonpatch.PatchError` (with the index of the failing operation), the same
 error the case loaders use.
 """
 
@@ -14,7 +14,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cbaudit.contract.jsonpatch import PatchError, parse_pointer
+from cbaudit.io.jsonpatch import PatchError, parse_pointer
 
 __all__ = ["PatchError", "apply_shared", "escape_token", "get_at", "pointer_of"]
 

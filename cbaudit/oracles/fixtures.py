@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cbaudit.contract.jsonpatch import PatchError, apply_patch
 from cbaudit.io import load_document
+from cbaudit.io.jsonpatch import PatchError, apply_patch
 from cbaudit.io.schemas import validate
 from cbaudit.model import Finding, InputError, Location
 

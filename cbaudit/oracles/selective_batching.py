@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from cbaudit.contract.jsonpatch import PatchError, apply_patch
 from cbaudit.contract.packing import (
     PACKED_SCHEMA,
     PackedIteration,
@@ -62,6 +61,7 @@ from cbaudit.contract.records import (
     WorkloadManifest,
 )
 from cbaudit.contract.validator import validate_plan
+from cbaudit.io.jsonpatch import PatchError, apply_patch
 from cbaudit.io.schemas import validate
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError
 from cbaudit.oracles.fixtures import Fixture

@@ -13,11 +13,11 @@ RESULTS.REGISTRY.DUPLICATE_ID.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cbaudit.io.jsonpatch import PatchError, apply_patch
 from cbaudit.io.schemas import validate
 from cbaudit.model import Finding, Location
 from cbaudit.model.findings import pointer_join
@@ -37,73 +37,6 @@ CATEGORIES = (
     "expectation drift",
     "unknown failure evidence",
 )
-
-
-class PatchError(ValueError):
-    """A patch operation that cannot be applied."""
-
-
-def _tokens(pointer: str) -> list[str]:
-    if pointer == "":
-        return []
-    if not pointer.startswith("/"):
-        raise PatchError(f"pointer {pointer!r} must start with '/'")
-    return [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
-
-
-def _step(node: Any, token: str) -> Any:
-    if isinstance(node, dict):
-        if token not in node:
-            raise PatchError(f"no member {token!r}")
-        return node[token]
-    if isinstance(node, list):
-        if not token.isdigit() or int(token) >= len(node):
-            raise PatchError(f"bad array index {token!r}")
-        return node[int(token)]
-    raise PatchError(f"cannot descend into a scalar at {token!r}")
-
-
-def apply_patch(doc: Any, ops: Iterable[Mapping[str, Any]]) -> Any:
-    """A copy of `doc` with the RFC 6902 add/remove/replace operations applied."""
-    out = copy.deepcopy(doc)
-    for op in ops:
-        tokens = _tokens(str(op["path"]))
-        if not tokens:
-            if op["op"] == "remove":
-                raise PatchError("cannot remove the whole document")
-            out = copy.deepcopy(op.get("value"))
-            continue
-        parent = out
-        for token in tokens[:-1]:
-            parent = _step(parent, token)
-        last = tokens[-1]
-        kind = op["op"]
-        if isinstance(parent, dict):
-            if kind in ("remove", "replace") and last not in parent:
-                raise PatchError(f"no member {last!r} to {kind}")
-            if kind == "remove":
-                del parent[last]
-            else:
-                parent[last] = copy.deepcopy(op.get("value"))
-        elif isinstance(parent, list):
-            if kind == "add" and last == "-":
-                parent.append(copy.deepcopy(op.get("value")))
-                continue
-            if not last.isdigit():
-                raise PatchError(f"bad array index {last!r}")
-            idx = int(last)
-            limit = len(parent) + (1 if kind == "add" else 0)
-            if idx >= limit:
-                raise PatchError(f"array index {idx} out of range")
-            if kind == "add":
-                parent.insert(idx, copy.deepcopy(op.get("value")))
-            elif kind == "remove":
-                del parent[idx]
-            else:
-                parent[idx] = copy.deepcopy(op.get("value"))
-        else:
-            raise PatchError("cannot patch inside a scalar")
-    return out
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cbaudit.contract.jsonpatch import PatchError, apply_patch
+from cbaudit.io.jsonpatch import PatchError, apply_patch
 from cbaudit.io.loader import load_document
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError, Location
 

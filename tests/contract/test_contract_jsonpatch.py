@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cbaudit.contract.jsonpatch import PatchError, apply_patch, resolve
+from cbaudit.io.jsonpatch import PatchError, apply_patch, resolve
 
 
 def test_add_remove_replace_move_copy_test() -> None:

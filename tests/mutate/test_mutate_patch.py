@@ -11,7 +11,7 @@ from _mutate_paths import LOOP2_VALID
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cbaudit.contract.jsonpatch import PatchError, apply_patch
+from cbaudit.io.jsonpatch import PatchError, apply_patch
 from cbaudit.mutate.patch import apply_shared, get_at, pointer_of
 
 DOC: dict[str, Any] = json.loads(LOOP2_VALID.read_text(encoding="utf-8"))

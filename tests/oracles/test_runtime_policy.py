@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from cbaudit.contract.jsonpatch import apply_patch
 from cbaudit.gate.manifest import CheckSpec
 from cbaudit.gate.runner import run_check
 from cbaudit.io import load_document
+from cbaudit.io.jsonpatch import apply_patch
 from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, InputError, Location
 from cbaudit.model.canonical import dumps_canonical
 from cbaudit.model.findings import pointer_join
