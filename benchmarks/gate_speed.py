@@ -50,10 +50,9 @@ def main() -> int:
         serial, parallel = results[1], results[cpus]
         print(f"speed-up with {cpus} processes: {serial / parallel:.2f}x")
     target = 10.0
-    worst = max(results.values())
-    print(
-        f"target: under {target:.0f} s -> {'met' if worst < target else 'NOT met'} ({worst:.2f} s)"
-    )
+    default = results[cpus]  # what `cbaudit gate` does by default: one process per CPU
+    verdict = "met" if default < target else "NOT met"
+    print(f"target: default run under {target:.0f} s -> {verdict} ({default:.2f} s)")
     return 0
 
 
