@@ -37,7 +37,10 @@ def resolve_input(arg: str, base: Path | None = None) -> Path:
         name = arg[len(REGISTRY_PREFIX) :]
         if not name or "/" in name or "\\" in name or name.startswith("."):
             raise InputError.at("COMPARE.INPUT.REGISTRY_NAME", f"bad registry name {name!r}", arg)
-        return shipped(name)
+        found = shipped(name)
+        if not found.exists() and not Path(name).suffix:
+            found = shipped(name + ".yaml")  # `registry:metrics` means metrics.yaml
+        return found
     path = Path(arg)
     if base is not None and not path.is_absolute():
         path = base / path

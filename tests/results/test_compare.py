@@ -290,3 +290,9 @@ def test_ambiguous_file_and_bad_options_exit_two(cli: Callable[..., Any], tmp_pa
     assert cli("compare-results", f"{two}#x", f"{two}#y", "--allow", "colour").code == 2
     assert cli("compare-results", f"{two}#x", f"{two}#y", "--fail-on", "slowness").code == 2
     assert cli("compare-results", f"{two}#x", f"{two}#nope").code == 2
+
+
+def test_registry_shorthand_without_suffix(cli) -> None:  # type: ignore[no-untyped-def]
+    """`--registry registry:NAME` finds the shipped NAME.yaml."""
+    r = cli("compare-results", "--registry", "registry:source_reported_results", "--format", "json")
+    assert r.code == 0, r.err
