@@ -48,10 +48,10 @@ KINDS: dict[str, str] = {
     "negative_floor": "cbaudit.mutate.gate_kinds:run_negative_floor",
     "metamorphic": "cbaudit.mutate.gate_kinds:run_metamorphic",
     # Loops 8 and 9: fairness/starvation and preemption/resume (issue 4, part B).
-    "fairness_starvation": "cbaudit.sim.fairness_oracle:run_fairness_starvation",
+    "fairness_starvation": "cbaudit.oracles.gate_kinds:run_fairness_starvation",
     "fairness_replay": "cbaudit.sim.fairness_replay:run_fairness_replay",
     "incident_replay": "cbaudit.sim.preemption_incident:run_incident_replay",
-    "preemption_resume": "cbaudit.sim.preemption_oracle:run_preemption_resume",
+    "preemption_resume": "cbaudit.oracles.gate_kinds:run_preemption_resume",
 }
 
 

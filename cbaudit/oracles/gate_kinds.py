@@ -1,8 +1,8 @@
-"""The gate kind `oracle`: run one registered oracle on one fixture.
+"""Gate kinds that run a fixture oracle: `oracle`, `fairness_starvation`, `preemption_resume`.
 
 Spec fields (besides the gate's own `id`, `kind`, `title`, `claim`, `evidence_class`):
 
-`oracle`       name in `cbaudit.oracles.registry.ORACLES` (required)
+`oracle`       (kind `oracle` only) name in `cbaudit.oracles.registry.ORACLES` (required)
 `fixture`      path of the fixture, relative to the declaring file (required)
 `expected`     path of the expected report (the result's metrics, canonical JSON); compared
                with `ctx.expect_json`, rewritten by `cbaudit gate --update`
@@ -10,12 +10,17 @@ Spec fields (besides the gate's own `id`, `kind`, `title`, `claim`, `evidence_cl
                is then a negative case and passes only when every named code appears (an
                unusable fixture counts when its `InputError` carries the code). A negative
                fixture file may declare `expect_code` itself; the spec's value wins.
+
+All three kinds share `run_fixture_check`; they differ only in how a fixture is loaded and
+evaluated (the Loop 8 and Loop 9 oracles live in `cbaudit.sim` with their own fixture loader)
+and in the codes they report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError
@@ -25,12 +30,26 @@ from cbaudit.oracles.registry import get_oracle, run_fixture
 if TYPE_CHECKING:  # the gate imports this module; a runtime import would point upwards
     from cbaudit.gate.context import GateContext
 
+# (fixture path, display name, bundle root) -> (evaluate it, codes the fixture file declares)
+Loader = Callable[[Path, str, Path], tuple[Callable[[], CheckResult], tuple[str, ...]]]
 
-def _spec_path(spec: Mapping[str, Any], key: str, ctx: GateContext) -> str:
+
+@dataclass(frozen=True)
+class FixtureKind:
+    """How one kind loads and judges its fixtures, and the codes it reports."""
+
+    name: str
+    load: Loader
+    spec_code: str  # unusable spec fields
+    missing_code: str  # a negative fixture that did not produce a declared code
+    unusable_class: EvidenceClass = EvidenceClass.DERIVED  # a negative rejected as unusable
+
+
+def _spec_str(spec: Mapping[str, Any], key: str, ctx: GateContext, code: str) -> str:
     value = spec.get(key)
     if not isinstance(value, str) or not value:
         raise InputError.at(
-            "ORACLE.SPEC.INVALID",
+            code,
             f"`{key}` must be a non-empty string",
             ctx.manifest,
             pointer=f"{ctx.pointer}/{key}",
@@ -38,14 +57,14 @@ def _spec_path(spec: Mapping[str, Any], key: str, ctx: GateContext) -> str:
     return value
 
 
-def _expected_codes(spec: Mapping[str, Any], ctx: GateContext) -> list[str] | None:
+def _expected_codes(spec: Mapping[str, Any], ctx: GateContext, code: str) -> list[str] | None:
     raw = spec.get("expect_code")
     if raw is None:
         return None
     codes = [raw] if isinstance(raw, str) else raw
     if not isinstance(codes, list) or not codes or not all(isinstance(c, str) for c in codes):
         raise InputError.at(
-            "ORACLE.SPEC.INVALID",
+            code,
             "`expect_code` must be a finding code or a non-empty list of codes",
             ctx.manifest,
             pointer=f"{ctx.pointer}/expect_code",
@@ -53,36 +72,35 @@ def _expected_codes(spec: Mapping[str, Any], ctx: GateContext) -> list[str] | No
     return list(codes)
 
 
-def run_oracle(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
-    """Run `spec["oracle"]` on `spec["fixture"]`; see the module docstring for the fields."""
-    check_id = str(spec.get("id", "oracle"))
-    name = _spec_path(spec, "oracle", ctx)
-    rel = _spec_path(spec, "fixture", ctx)
-    expected = _spec_path(spec, "expected", ctx) if "expected" in spec else None
-    get_oracle(name, file=ctx.manifest, pointer=f"{ctx.pointer}/oracle")
-    codes = _expected_codes(spec, ctx)
+def run_fixture_check(
+    spec: Mapping[str, Any], ctx: GateContext, kind: FixtureKind
+) -> list[CheckResult]:
+    """One fixture check: positive (report vs expected) or negative (declared codes appear)."""
+    check_id = str(spec.get("id", kind.name))
+    rel = _spec_str(spec, "fixture", ctx, kind.spec_code)
+    expected = _spec_str(spec, "expected", ctx, kind.spec_code) if "expected" in spec else None
+    codes = _expected_codes(spec, ctx, kind.spec_code)
     path = ctx.resolve(rel, field="fixture")
     display = str(path.relative_to(ctx.bundle_root.resolve()))
     try:
-        fixture = load_fixture(path, display=display, root=ctx.bundle_root)
-        if codes is None and fixture.expect_code is not None:
-            codes = [fixture.expect_code]
-        result = run_fixture(name, fixture)
+        evaluate, declared_codes = kind.load(path, display, ctx.bundle_root)
+        if codes is None and declared_codes:
+            codes = list(declared_codes)
+        result = evaluate()
     except InputError as err:
         if codes is None:
             raise
         observed = sorted({f.code for f in err.findings})
         declared = spec.get("evidence_class")
-        negative = _negative(check_id, name, display, codes, observed, ctx, unusable=True)
+        cls = kind.unusable_class
         if isinstance(declared, str) and declared in {e.value for e in EvidenceClass}:
-            negative = replace(negative, evidence_class=EvidenceClass(declared))
-        return [negative]
+            cls = EvidenceClass(declared)
+        negative = _negative(check_id, kind, display, codes, observed, ctx, unusable=True)
+        return [replace(negative, evidence_class=cls)]
+    extra = ctx.expect_json(expected, dict(result.metrics), check_id) if expected else []
     if codes is not None:
         observed = sorted({f.code for f in result.findings})
-        negative = _negative(check_id, name, display, codes, observed, ctx, unusable=False)
-        extra: list[Finding] = []
-        if expected is not None:
-            extra = ctx.expect_json(expected, dict(result.metrics), check_id)
+        negative = _negative(check_id, kind, display, codes, observed, ctx, unusable=False)
         return [
             replace(
                 negative,
@@ -90,14 +108,11 @@ def run_oracle(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
                 evidence_class=result.evidence_class,
             )
         ]
-    findings = list(result.findings)
-    if expected is not None:
-        findings.extend(ctx.expect_json(expected, dict(result.metrics), check_id))
     return [
         CheckResult(
-            check=name,
+            check=kind.name,
             subject=check_id,
-            findings=tuple(findings),
+            findings=(*result.findings, *extra),
             metrics=result.metrics,
             evidence_class=result.evidence_class,
             reason=result.reason,
@@ -109,7 +124,7 @@ def run_oracle(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
 
 def _negative(
     check_id: str,
-    name: str,
+    kind: FixtureKind,
     display: str,
     codes: list[str],
     observed: list[str],
@@ -120,7 +135,7 @@ def _negative(
     missing = [c for c in codes if c not in observed]
     findings = tuple(
         Finding(
-            "ORACLE.EXPECT_CODE.MISSING",
+            kind.missing_code,
             f"{check_id}: negative fixture {display} did not produce {code}"
             f" (observed: {', '.join(observed) or 'no findings'})",
             location=ctx.location("/expect_code"),
@@ -128,7 +143,7 @@ def _negative(
         for code in missing
     )
     return CheckResult(
-        check=name,
+        check=kind.name,
         subject=check_id,
         findings=findings,
         metrics={
@@ -140,3 +155,49 @@ def _negative(
         reason=None if missing else f"rejected as declared: {', '.join(codes)}",
         artifacts={"fixture": display},
     )
+
+
+def run_oracle(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+    """Run `spec["oracle"]` on `spec["fixture"]`; see the module docstring for the fields."""
+    name = _spec_str(spec, "oracle", ctx, "ORACLE.SPEC.INVALID")
+    get_oracle(name, file=ctx.manifest, pointer=f"{ctx.pointer}/oracle")
+
+    def load(
+        path: Path, display: str, root: Path
+    ) -> tuple[Callable[[], CheckResult], tuple[str, ...]]:
+        fixture = load_fixture(path, display=display, root=root)
+        declared = (fixture.expect_code,) if fixture.expect_code is not None else ()
+        return (lambda: run_fixture(name, fixture)), declared
+
+    kind = FixtureKind(name, load, "ORACLE.SPEC.INVALID", "ORACLE.EXPECT_CODE.MISSING")
+    return run_fixture_check(spec, ctx, kind)
+
+
+def _sim_kind(name: str, evaluate: Callable[[Any], CheckResult], spec_code: str) -> FixtureKind:
+    from cbaudit.sim import fairness_fixture
+
+    def load(
+        path: Path, display: str, root: Path
+    ) -> tuple[Callable[[], CheckResult], tuple[str, ...]]:
+        fixture = fairness_fixture.load_fixture(path, display=display, root=root)
+        return (lambda: evaluate(fixture)), fixture.expect_code
+
+    return FixtureKind(
+        name, load, spec_code, "FIXTURE.EXPECT_CODE.MISSING", EvidenceClass.SYNTHETIC
+    )
+
+
+def run_fairness_starvation(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+    """Gate kind `fairness_starvation` (Loop 8): fields `fixture`, `expected`, `expect_code`."""
+    from cbaudit.sim import fairness_oracle
+
+    kind = _sim_kind(fairness_oracle.NAME, fairness_oracle.evaluate, "FAIR.SPEC.INVALID")
+    return run_fixture_check(spec, ctx, kind)
+
+
+def run_preemption_resume(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+    """Gate kind `preemption_resume` (Loop 9): fields `fixture`, `expected`, `expect_code`."""
+    from cbaudit.sim import preemption_oracle
+
+    kind = _sim_kind(preemption_oracle.NAME, preemption_oracle.evaluate, "PREEMPT.SPEC.INVALID")
+    return run_fixture_check(spec, ctx, kind)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cbaudit.io.schemas import validate
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError
@@ -40,10 +40,7 @@ from cbaudit.sim.fairness import (
     vtc_bound,
     vtc_lift,
 )
-from cbaudit.sim.fairness_fixture import LoadedFixture, run_fixture_check
-
-if TYPE_CHECKING:
-    from cbaudit.gate.context import GateContext
+from cbaudit.sim.fairness_fixture import LoadedFixture
 
 NAME = "fairness-starvation"
 FIXTURE_SCHEMA = "fairness-fixture"
@@ -640,11 +637,4 @@ def evaluate(fixture: LoadedFixture) -> CheckResult:
         evidence_class=EvidenceClass.SYNTHETIC,
         reason=reason,
         charts=tuple(charts),
-    )
-
-
-def run_fairness_starvation(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
-    """Gate kind `fairness_starvation`: fields `fixture`, optional `expected`, `expect_code`."""
-    return run_fixture_check(
-        spec, ctx, check_name=NAME, evaluate=evaluate, spec_code="FAIR.SPEC.INVALID"
     )

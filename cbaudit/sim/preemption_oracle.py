@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cbaudit.contract.preemption import (
     Outcome,
@@ -30,10 +30,7 @@ from cbaudit.contract.preemption import (
 )
 from cbaudit.io.schemas import validate
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError
-from cbaudit.sim.fairness_fixture import LoadedFixture, run_fixture_check
-
-if TYPE_CHECKING:
-    from cbaudit.gate.context import GateContext
+from cbaudit.sim.fairness_fixture import LoadedFixture
 
 NAME = "preemption-resume"
 FIXTURE_SCHEMA = "preemption-fixture"
@@ -176,11 +173,4 @@ def evaluate(fixture: LoadedFixture) -> CheckResult:
             f" {rebuild_service} semantic service during rebuild"
         ),
         charts=(chart,) if chart_rows else (),
-    )
-
-
-def run_preemption_resume(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
-    """Gate kind `preemption_resume`: fields `fixture`, optional `expected`, `expect_code`."""
-    return run_fixture_check(
-        spec, ctx, check_name=NAME, evaluate=evaluate, spec_code="PREEMPT.SPEC.INVALID"
     )

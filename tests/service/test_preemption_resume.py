@@ -32,8 +32,9 @@ from cbaudit.io import load_document
 from cbaudit.io.schemas import validate
 from cbaudit.model import CheckStatus
 from cbaudit.model.findings import pointer_join
+from cbaudit.oracles.gate_kinds import run_preemption_resume
 from cbaudit.sim.fairness_fixture import load_fixture
-from cbaudit.sim.preemption_oracle import evaluate, run_preemption_resume
+from cbaudit.sim.preemption_oracle import evaluate
 
 BUNDLE = Path(__file__).resolve().parents[2] / "evidence/m5-2-continuous-batching"
 LOOP = BUNDLE / "loop9"
