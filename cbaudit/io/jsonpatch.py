@@ -1,7 +1,12 @@
 """A small RFC 6902 JSON Patch applier (add, remove, replace, move, copy, test).
 
-`apply_patch(doc, ops)` returns a new document and never mutates its input. A failing
-operation raises `PatchError` carrying the index of the operation, so callers can locate it.
+`apply_patch(doc, ops)` returns a new document and never mutates its input. Operations copy
+only the containers on the path they change (path copying); by default the input is deep-copied
+first, so the result owns all of its data. With `share=True` the deep copy is skipped and the
+result shares every untouched subtree with `doc`: that is what a mutation campaign wants (one
+small patch over a large fixture, many times), and callers must then treat both documents as
+read-only. A failing operation raises `PatchError` carrying the index of the operation, so
+callers can locate it.
 """
 
 from __future__ import annotations
@@ -40,41 +45,58 @@ def _index(container: list[Any], token: str, *, allow_end: bool) -> int:
     return idx
 
 
-def _parent(doc: Any, tokens: list[str]) -> Any:
-    node = doc
-    for token in tokens[:-1]:
-        if isinstance(node, dict):
-            if token not in node:
-                raise ValueError(f"member {token!r} does not exist")
-            node = node[token]
-        elif isinstance(node, list):
-            node = node[_index(node, token, allow_end=False)]
-        else:
-            raise ValueError(f"cannot descend into a scalar at {token!r}")
-    return node
+def _child(node: Any, token: str) -> Any:
+    if isinstance(node, Mapping):
+        if token not in node:
+            raise ValueError(f"member {token!r} does not exist")
+        return node[token]
+    if isinstance(node, list):
+        return node[_index(node, token, allow_end=False)]
+    raise ValueError(f"cannot descend into a scalar at {token!r}")
 
 
 def resolve(doc: Any, pointer: str) -> Any:
     """The value at `pointer` (ValueError when it does not exist)."""
-    tokens = parse_pointer(pointer)
-    if not tokens:
-        return doc
-    parent = _parent(doc, tokens)
-    last = tokens[-1]
-    if isinstance(parent, dict):
-        if last not in parent:
-            raise ValueError(f"member {last!r} does not exist")
-        return parent[last]
-    if isinstance(parent, list):
-        return parent[_index(parent, last, allow_end=False)]
-    raise ValueError("cannot index into a scalar")
+    node = doc
+    for token in parse_pointer(pointer):
+        node = _child(node, token)
+    return node
+
+
+def _shallow(node: Any) -> Any:
+    if isinstance(node, Mapping):
+        return dict(node)
+    if isinstance(node, list):
+        return list(node)
+    return node
+
+
+def _copy_path(root: Any, tokens: list[str]) -> tuple[Any, Any]:
+    """Copy the containers from the root down to the parent of the last token.
+
+    Returns (new root, the copied parent container).
+    """
+    new_root = _shallow(root)
+    node = new_root
+    for token in tokens[:-1]:
+        if isinstance(node, dict):
+            child = _shallow(_child(node, token))
+            node[token] = child
+        elif isinstance(node, list):
+            i = _index(node, token, allow_end=False)
+            child = _shallow(node[i])
+            node[i] = child
+        else:
+            raise ValueError(f"cannot descend into a scalar at {token!r}")
+        node = child
+    return new_root, node
 
 
 def _add(doc: Any, pointer: str, value: Any) -> Any:
     tokens = parse_pointer(pointer)
     if not tokens:
         return value
-    parent = _parent(doc, tokens)
+    root, parent = _copy_path(doc, tokens)
     last = tokens[-1]
     if isinstance(parent, dict):
         parent[last] = value
@@ -82,22 +104,39 @@ def _add(doc: Any, pointer: str, value: Any) -> Any:
         parent.insert(_index(parent, last, allow_end=True), value)
     else:
         raise ValueError("cannot add into a scalar")
-    return doc
+    return root
 
 
 def _remove(doc: Any, pointer: str) -> tuple[Any, Any]:
     tokens = parse_pointer(pointer)
     if not tokens:
         raise ValueError("cannot remove the whole document")
-    parent = _parent(doc, tokens)
+    root, parent = _copy_path(doc, tokens)
     last = tokens[-1]
     if isinstance(parent, dict):
         if last not in parent:
             raise ValueError(f"member {last!r} does not exist")
-        return doc, parent.pop(last)
+        return root, parent.pop(last)
     if isinstance(parent, list):
-        return doc, parent.pop(_index(parent, last, allow_end=False))
+        return root, parent.pop(_index(parent, last, allow_end=False))
     raise ValueError("cannot remove from a scalar")
+
+
+def _replace(doc: Any, pointer: str, value: Any) -> Any:
+    tokens = parse_pointer(pointer)
+    if not tokens:
+        return value
+    root, parent = _copy_path(doc, tokens)
+    last = tokens[-1]
+    if isinstance(parent, dict):
+        if last not in parent:
+            raise ValueError(f"member {last!r} does not exist")
+        parent[last] = value
+    elif isinstance(parent, list):
+        parent[_index(parent, last, allow_end=False)] = value
+    else:
+        raise ValueError("cannot replace inside a scalar")
+    return root
 
 
 def _json_equal(a: Any, b: Any) -> bool:
@@ -110,9 +149,19 @@ def _json_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def apply_patch(doc: Any, ops: Sequence[Mapping[str, Any]]) -> Any:
-    """Apply RFC 6902 `ops` to a deep copy of `doc` and return it."""
-    out = copy.deepcopy(doc)
+def _value(op: Mapping[str, Any]) -> Any:
+    if "value" not in op:
+        raise ValueError("operation needs a 'value'")
+    return op["value"]
+
+
+def apply_patch(doc: Any, ops: Sequence[Mapping[str, Any]], *, share: bool = False) -> Any:
+    """Apply RFC 6902 `ops` and return the new document; `doc` is never mutated.
+
+    Values written by `add`/`replace`/`copy` are deep-copied, so a patch can be applied many
+    times without the results aliasing one another's new values.
+    """
+    out = doc if share else copy.deepcopy(doc)
     for i, op in enumerate(ops):
         try:
             if not isinstance(op, Mapping):
@@ -126,9 +175,7 @@ def apply_patch(doc: Any, ops: Sequence[Mapping[str, Any]]) -> Any:
             elif name == "remove":
                 out, _ = _remove(out, path)
             elif name == "replace":
-                resolve(out, path)
-                out, _ = _remove(out, path) if parse_pointer(path) else (out, None)
-                out = _add(out, path, copy.deepcopy(_value(op)))
+                out = _replace(out, path, copy.deepcopy(_value(op)))
             elif name in ("move", "copy"):
                 source = op.get("from")
                 if not isinstance(source, str):
@@ -148,9 +195,3 @@ def apply_patch(doc: Any, ops: Sequence[Mapping[str, Any]]) -> Any:
         except (ValueError, IndexError, KeyError, TypeError) as err:
             raise PatchError(i, str(err)) from err
     return out
-
-
-def _value(op: Mapping[str, Any]) -> Any:
-    if "value" not in op:
-        raise ValueError("operation needs a 'value'")
-    return op["value"]
