@@ -188,3 +188,21 @@ def test_unusable_offsets_skip_row_checks(derived: PackedIteration) -> None:
     codes = {f.code for f in validate_packed_iteration(PackedIteration.from_json(data))}
     assert "PACK.OFFSETS.WIDTH" in codes
     assert not any(c.startswith(("PACK.ROUTE", "PACK.VISIBILITY")) for c in codes)
+
+
+def test_rebuild_after_recompute_packs_cleanly() -> None:
+    """A plan with a RECOMPUTE_CHUNK item packs and validates with no findings."""
+    from repo_paths import EVIDENCE
+
+    from cbaudit.contract.cases import load_case
+    from cbaudit.contract.packing import derive_packed_iteration, validate_packed_iteration
+    from cbaudit.contract.records import IterationPlan, Phase, SchedulerState
+    from cbaudit.io.schemas import is_valid
+
+    case = load_case(EVIDENCE / "m5-2-continuous-batching/loop2/valid-recompute.case.json")
+    state = SchedulerState.from_json(case.data["state"])
+    plan = IterationPlan.from_json(case.data["plan"])
+    assert Phase.RECOMPUTE_CHUNK in {item.phase for item in plan.selected}
+    packed = derive_packed_iteration(plan, state)
+    assert is_valid(packed.to_json(), "packed-iteration")
+    assert validate_packed_iteration(packed, plan=plan) == []
