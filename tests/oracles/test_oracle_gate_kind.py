@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from repo_paths import loop_checks
 
 from cbaudit.gate.context import GateContext
 from cbaudit.gate.manifest import CheckSpec
 from cbaudit.gate.runner import run_check
-from cbaudit.io import load_document
 from cbaudit.model import CheckStatus, InputError
-from cbaudit.model.findings import pointer_join
 from cbaudit.oracles import chunked_prefill, runtime_policy, selective_batching
 from cbaudit.oracles.fixtures import load_fixture
 from cbaudit.oracles.gate_kinds import run_oracle
@@ -23,27 +22,7 @@ from cbaudit.sim import admission, slo_oracle
 BUNDLE = Path(__file__).resolve().parents[2] / "evidence/m5-2-continuous-batching"
 
 
-def _declared() -> list[CheckSpec]:
-    specs = []
-    for loop in ("loop4", "loop6"):
-        doc = load_document(BUNDLE / loop / "checks.yaml")
-        for i, item in enumerate(doc.data["checks"]):
-            specs.append(
-                CheckSpec(
-                    "m5-2",
-                    item["id"],
-                    item["kind"],
-                    item,
-                    BUNDLE / loop,
-                    doc.path,
-                    pointer_join("/checks", i),
-                    BUNDLE,
-                )
-            )
-    return specs
-
-
-SPECS = _declared()
+SPECS = loop_checks("loop4", "loop6")
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.check_id for s in SPECS])

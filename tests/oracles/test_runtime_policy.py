@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from repo_paths import loop_checks
 
 from cbaudit.gate.manifest import CheckSpec
 from cbaudit.gate.runner import run_check
@@ -16,7 +17,6 @@ from cbaudit.io import load_document
 from cbaudit.io.jsonpatch import apply_patch
 from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, InputError, Location
 from cbaudit.model.canonical import dumps_canonical
-from cbaudit.model.findings import pointer_join
 from cbaudit.oracles import runtime_policy, runtime_snapshots
 from cbaudit.oracles.fixtures import Fixture, load_fixture
 from cbaudit.oracles.runtime_codes import CODES
@@ -160,20 +160,10 @@ def test_each_negative_yields_exactly_its_code(fixture: str, code: str) -> None:
 
 
 def _declared_checks() -> list[CheckSpec]:
-    doc = load_document(LOOP10 / "checks.yaml")
     return [
-        CheckSpec(
-            "m5-2",
-            item["id"],
-            item["kind"],
-            item,
-            LOOP10,
-            doc.path,
-            pointer_join("/checks", i),
-            BUNDLE,
-        )
-        for i, item in enumerate(doc.data["checks"])
-        if item["kind"] == "oracle" and "expect_code" not in item
+        s
+        for s in loop_checks("loop10-runtime")
+        if s.kind == "oracle" and "expect_code" not in s.spec
     ]
 
 

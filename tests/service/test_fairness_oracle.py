@@ -8,12 +8,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from repo_paths import loop_checks
 
 from cbaudit.gate.manifest import CheckSpec
 from cbaudit.gate.runner import run_check
-from cbaudit.io import load_document
 from cbaudit.model import CheckStatus
-from cbaudit.model.findings import pointer_join
 from cbaudit.sim.fairness import (
     ServiceSeries,
     aged_priority,
@@ -31,24 +30,7 @@ BUNDLE = Path(__file__).resolve().parents[2] / "evidence/m5-2-continuous-batchin
 LOOP = BUNDLE / "loop8"
 
 
-def _specs() -> list[CheckSpec]:
-    doc = load_document(LOOP / "checks.yaml")
-    return [
-        CheckSpec(
-            "m5-2",
-            item["id"],
-            item["kind"],
-            item,
-            LOOP,
-            doc.path,
-            pointer_join("/checks", i),
-            BUNDLE,
-        )
-        for i, item in enumerate(doc.data["checks"])
-    ]
-
-
-SPECS = _specs()
+SPECS = loop_checks("loop8")
 
 
 @pytest.fixture(scope="module")

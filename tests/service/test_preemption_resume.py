@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from repo_paths import loop_checks
 
 from cbaudit.contract.preemption import (
     CODES,
@@ -28,10 +29,8 @@ from cbaudit.contract.preemption import (
 from cbaudit.gate.context import GateContext
 from cbaudit.gate.manifest import CheckSpec
 from cbaudit.gate.runner import run_check
-from cbaudit.io import load_document
 from cbaudit.io.schemas import validate
 from cbaudit.model import CheckStatus
-from cbaudit.model.findings import pointer_join
 from cbaudit.oracles.gate_kinds import run_preemption_resume
 from cbaudit.sim.fairness_fixture import load_fixture
 from cbaudit.sim.preemption_oracle import evaluate
@@ -40,24 +39,7 @@ BUNDLE = Path(__file__).resolve().parents[2] / "evidence/m5-2-continuous-batchin
 LOOP = BUNDLE / "loop9"
 
 
-def _specs() -> list[CheckSpec]:
-    doc = load_document(LOOP / "checks.yaml")
-    return [
-        CheckSpec(
-            "m5-2",
-            item["id"],
-            item["kind"],
-            item,
-            LOOP,
-            doc.path,
-            pointer_join("/checks", i),
-            BUNDLE,
-        )
-        for i, item in enumerate(doc.data["checks"])
-    ]
-
-
-SPECS = _specs()
+SPECS = loop_checks("loop9")
 
 
 @pytest.fixture(scope="module")
