@@ -141,8 +141,12 @@ def capture_graph(
             fn()
         torch.cuda.synchronize(device)
     except Exception as err:  # any capture failure means eager timing, recorded with its reason
-        torch.cuda.synchronize(device)
-        return fn, f"CUDA graph capture failed ({type(err).__name__}: {str(err)[:160]}); eager"
+        why = f"CUDA graph capture failed ({type(err).__name__}: {str(err)[:160]}); eager"
+        try:
+            torch.cuda.synchronize(device)
+        except Exception as sync_err:  # the failed capture poisoned the stream: say so, go on
+            why += f"; synchronize after it raised {type(sync_err).__name__}"
+        return fn, why
     return graph.replay, None
 
 

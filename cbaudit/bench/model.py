@@ -6,7 +6,9 @@ request owns a contiguous region of a per-layer K/V buffer: its history rows, th
 its new rows are written into during the step. Attention backends:
 
 * `varlen`: `torch.nn.attention.varlen.varlen_attn` (CUDA, bf16/fp16), cumulative offsets,
-  causal bottom-right aligned through `window_size=(-1, 0)`;
+  causal bottom-right aligned. Its keywords changed between torch releases (2.10 takes
+  `is_causal`; later ones `window_size=(-1, 0)` and `enable_gqa`), so the call is shaped from
+  the installed function's signature once, when the step is built (`varlen_binding`);
 * `flex`: FlexAttention with the mask "same request and key position <= query position"
   (compiled on CUDA, eager on CPU), block mask built outside the timed region;
 * `sdpa-loop`: `scaled_dot_product_attention` per group of requests with equal shapes, an
@@ -19,6 +21,8 @@ same K/V history: the Loop 4 contract at scale. `fault` injects a deliberate pac
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -99,6 +103,8 @@ class Pack:
     k_starts: list[int]
     rows: int
     kv_rows: int
+    max_q: int  # longest query span and key span as the offsets below cut them
+    max_k: int
     cu_q: torch.Tensor  # int32 [N+1]
     cu_k: torch.Tensor  # int32 [N+1]
     new_slots: torch.Tensor  # int64 [rows]: K/V buffer row of each packed row
@@ -107,6 +113,8 @@ class Pack:
     masks: dict[tuple[int, int], torch.Tensor | None] = field(default_factory=dict)
     fault: str | None = None
     flex_mask: Any = None
+    # varlen: the attention function and the keywords its signature takes (see varlen_binding)
+    varlen: tuple[Callable[..., Any], dict[str, Any]] | None = None
 
 
 def build_pack(spec: StepSpec, device: torch.device, fault: str | None = None) -> Pack:
@@ -154,6 +162,8 @@ def build_pack(spec: StepSpec, device: torch.device, fault: str | None = None) -
         k_starts=k_starts,
         rows=rows,
         kv_rows=kv_rows,
+        max_q=max(q_lens),
+        max_k=max(b - a for a, b in itertools.pairwise(cu_k_list)),
         cu_q=torch.tensor(q_starts, dtype=torch.int32, device=device),
         cu_k=torch.tensor(cu_k_list, dtype=torch.int32, device=device),
         new_slots=torch.tensor(slots, dtype=torch.int64, device=device),
@@ -219,23 +229,42 @@ def _attn_sdpa_loop(
     return torch.cat(outs, 0) if len(outs) > 1 else outs[0]
 
 
-def _attn_varlen(
-    q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, pack: Pack, geo: Geometry
-) -> torch.Tensor:
-    from torch.nn.attention.varlen import varlen_attn
+def varlen_binding(fn: Callable[..., Any], causal: bool) -> dict[str, Any]:
+    """Keywords that ask `fn` (some torch's `varlen_attn`) for request-local attention.
 
-    window = (-1, -1) if pack.fault == "future_visible" else (-1, 0)
-    out = varlen_attn(
-        q,
-        kc,
-        vc,
-        pack.cu_q,
-        pack.cu_k,
-        max(pack.q_lens),
-        max(pack.kv_lens),
-        window_size=window,
-        enable_gqa=True,
-    )
+    torch 2.10 spells causal masking `is_causal=True` and has no GQA flag (its flash kernel
+    takes fewer K/V heads as they are); later releases take `window_size=(-1, 0)` for causal,
+    bottom-right aligned, and want `enable_gqa=True` when K/V have fewer heads. A signature
+    with neither spelling is refused rather than guessed at.
+    """
+    params = inspect.signature(fn).parameters
+    kw: dict[str, Any] = {}
+    if "window_size" in params:
+        kw["window_size"] = (-1, 0) if causal else (-1, -1)
+    elif "is_causal" in params:
+        kw["is_causal"] = causal
+    else:
+        raise RuntimeError(
+            "this torch's varlen_attn takes neither window_size nor is_causal; "
+            "use --backend flex or sdpa-loop"
+        )
+    if "enable_gqa" in params:
+        kw["enable_gqa"] = True
+    return kw
+
+
+def bind_varlen(pack: Pack) -> None:
+    """Resolve `varlen_attn` and its keywords once, outside the timed region."""
+    from torch.nn.attention import varlen as varlen_mod
+
+    fn = varlen_mod.varlen_attn
+    pack.varlen = (fn, varlen_binding(fn, causal=pack.fault != "future_visible"))
+
+
+def _attn_varlen(q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, pack: Pack) -> torch.Tensor:
+    assert pack.varlen is not None
+    fn, kw = pack.varlen
+    out = fn(q, kc, vc, pack.cu_q, pack.cu_k, pack.max_q, pack.max_k, **kw)
     assert isinstance(out, torch.Tensor)
     return out
 
@@ -290,7 +319,7 @@ def forward(step: Step) -> torch.Tensor:
         kc.index_copy_(0, pack.new_slots, k.reshape(rows, geo.kv_heads, geo.head_dim))
         vc.index_copy_(0, pack.new_slots, v.reshape(rows, geo.kv_heads, geo.head_dim))
         if step.backend == "varlen":
-            a = _attn_varlen(q, kc, vc, pack, geo)
+            a = _attn_varlen(q, kc, vc, pack)
         elif step.backend == "flex":
             assert step.flex is not None
             a = _attn_flex(q, kc, vc, pack, step.flex)
@@ -325,6 +354,8 @@ def build_step(
     v_cache = [torch.randn(shape, generator=gen, device=device).to(dtype) for _ in weights]
     if backend == "flex":
         pack.flex_mask = build_flex_mask(pack, device)
+    elif backend == "varlen":
+        bind_varlen(pack)
     return Step(geo, weights, pack, hidden, k_cache, v_cache, backend, flex)
 
 

@@ -13,8 +13,10 @@ import argparse
 import os
 import platform
 import random
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +40,10 @@ from cbaudit.model import EvidenceClass, ExitCode, InputError
 
 Progress = Callable[[str], None]
 DEFAULT_BUDGET_S = 150.0
+# Set by SIGTERM/SIGINT (see `main`): the point being measured finishes, the rest are recorded
+# as skipped, and the results file is still written whole. `timeout` and a CI job's
+# cancellation both send SIGTERM; without this a run killed near its end left nothing.
+STOP = threading.Event()
 
 
 @dataclass(frozen=True)
@@ -182,9 +188,18 @@ class _Run:
         if self.backend == "flex":
             from torch.nn.attention.flex_attention import flex_attention
 
-            self.flex = (
-                torch.compile(flex_attention, dynamic=False) if self.on_gpu else flex_attention
-            )
+            if self.on_gpu:
+                # Every point has its own shapes, so each one compiles anew. Past dynamo's
+                # recompile limit (8 by default) torch would quietly run flex eagerly, which
+                # materialises every score and times something else: lift the limit.
+                dynamo_cfg: Any = torch._dynamo.config
+                for name in ("recompile_limit", "cache_size_limit"):
+                    if hasattr(dynamo_cfg, name):  # renamed in torch 2.6; set one spelling
+                        setattr(dynamo_cfg, name, max(getattr(dynamo_cfg, name), 256))
+                        break
+                self.flex = torch.compile(flex_attention, dynamic=False)
+            else:
+                self.flex = flex_attention
         self.device_facts = measure.device_facts(self.device)
         self.rng = random.Random(cfg.seed)
         self.ceilings: dict[str, Any] | None = None
@@ -213,9 +228,13 @@ class _Run:
 
     def _has_varlen(self) -> bool:
         try:
-            from torch.nn.attention.varlen import varlen_attn  # noqa: F401
+            from torch.nn.attention.varlen import varlen_attn
         except ImportError:
             return False
+        try:
+            self.model.varlen_binding(varlen_attn, causal=True)
+        except (RuntimeError, TypeError, ValueError):
+            return False  # a signature this runner does not know how to call
         return True
 
     def elapsed(self) -> float:
@@ -383,7 +402,7 @@ def run_bench(cfg: RunConfig, progress: Progress) -> dict[str, Any]:
 
     def sentinel() -> None:
         assert r.grid.sentinel is not None
-        if r.elapsed() > cfg.budget_s:
+        if r.elapsed() > cfg.budget_s or STOP.is_set():
             return
         rec = r.measure_point(GridPoint("sentinel", r.grid.sentinel, "sentinel"), cfg.seed)
         if rec["median_ms"] is not None:
@@ -394,7 +413,10 @@ def run_bench(cfg: RunConfig, progress: Progress) -> dict[str, Any]:
         if pos in sentinel_at and pos == 0:
             sentinel()
         gp = points[idx]
-        if r.elapsed() > cfg.budget_s:
+        if STOP.is_set():
+            rec = r.point_record(gp)
+            rec["reason"] = "run stopped by a signal before this point"
+        elif r.elapsed() > cfg.budget_s:
             rec = r.point_record(gp)
             rec["reason"] = f"time budget of {cfg.budget_s} s spent"
         else:
@@ -484,6 +506,8 @@ def run_bench(cfg: RunConfig, progress: Progress) -> dict[str, Any]:
     }
     if cfg.fault:
         manifest["notes"].append(f"deliberate packing defect injected: {cfg.fault}")
+    if STOP.is_set():
+        manifest["notes"].append("run stopped early by a signal; unmeasured points are skipped")
     ev = EvidenceClass.MEASURED_GPU if r.on_gpu else EvidenceClass.MEASURED_CPU
     return {
         "format": RESULTS_FORMAT,
@@ -589,6 +613,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"bench: {msg}\n")
             sys.stderr.flush()
 
+    def stop(signum: int, _frame: object) -> None:
+        if STOP.is_set():  # a second signal: give up at once, writing nothing
+            raise KeyboardInterrupt
+        STOP.set()
+        progress(f"{signal.Signals(signum).name}: finishing this point, then writing results")
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         if cfg.budget_s <= 0:
             raise InputError.at("BENCH.BUDGET.INVALID", "--budget-s must be > 0", "--budget-s")
@@ -600,6 +632,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for f in err.findings:
             sys.stderr.write(f"cbaudit: {f.render()}\n")
         return int(ExitCode.UNUSABLE)
+    except KeyboardInterrupt:
+        sys.stderr.write("bench: stopped by a second signal; no results file written\n")
+        return 130
     code = exit_code_of(data)
     ok = sum(1 for p in data["points"] if p["status"] == "ok")
     progress(f"wrote {cfg.output}: {ok}/{len(data['points'])} points ok ({data['label']})")

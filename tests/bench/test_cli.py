@@ -174,3 +174,32 @@ def test_check_reports_every_point(cli: Any, tiny_results: Path) -> None:
     assert rep["summary"]["evidence_class"] == "measured_cpu"
     assert "not measured on GPU" in rep["summary"]["label"]
     assert len(rep["results"]) == 12
+
+
+def test_sigterm_still_writes_a_whole_results_file(tmp_path: Path) -> None:
+    """SIGTERM mid-run: the point in hand finishes, the rest are skipped, the file is whole."""
+    import signal
+    import time
+
+    pytest.importorskip("torch")
+    out = tmp_path / "stopped.json"
+    argv = [sys.executable, "-m", "cbaudit.bench.runner", "-o", str(out), "--grid", "tiny",
+            "--device", "cpu", "--no-ceilings"]  # fmt: skip
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + 120
+        for line in proc.stderr:  # wait until the first point is under way
+            if "[1/" in line or time.monotonic() > deadline:
+                break
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=120) == 0, rest
+    assert "SIGTERM: finishing this point" in rest
+    data = json.loads(out.read_text(encoding="utf-8"))
+    statuses = [p["status"] for p in data["points"]]
+    assert "skipped_budget" in statuses, statuses
+    why = "run stopped by a signal before this point"
+    stopped = [p for p in data["points"] if p["reason"] == why]
+    assert stopped and all(p["median_ms"] is None for p in stopped)
+    assert any("stopped early by a signal" in n for n in data["manifest"]["notes"])
+    assert not list(tmp_path.glob(".*.tmp"))
