@@ -99,8 +99,14 @@ def verify_pin(
 
 @pin_app.command("create")
 def pin_create(
-    source: Path = typer.Option(..., "--source", help="Source tree to pin files from."),
-    files: list[str] = typer.Option([], "--file", help="Path (relative to --source) to pin."),
+    source: Path | None = typer.Option(None, "--source", help="Source tree to pin files from."),
+    git_dir: Path | None = typer.Option(
+        None, "--git-dir", help="A git repository: pin the blobs of the commit --rev names."
+    ),
+    rev: str | None = typer.Option(
+        None, "--rev", help="With --git-dir: the revision to read (default HEAD)."
+    ),
+    files: list[str] = typer.Option([], "--file", help="Path (relative to the source) to pin."),
     markers: list[str] = typer.Option(
         [], "--marker", help="PATH:LINE[:ID] — pin the exact text of that line."
     ),
@@ -115,13 +121,25 @@ def pin_create(
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --output file."),
 ) -> int:
-    """Write a pin manifest (hashes, sizes, blob ids, marker lines) for files of a source tree."""
+    """Write a pin manifest (hashes, sizes, blob ids, marker lines) for files of a source tree.
+
+    With --git-dir the blobs of the commit --rev names are pinned, and that commit recorded.
+    """
+    if (source is None) == (git_dir is None):
+        raise UsageError("pin create needs exactly one of --source DIR or --git-dir DIR")
+    if rev is not None and git_dir is None:
+        raise UsageError("--rev needs --git-dir")
     if output is not None and output.exists() and not force:
         raise UsageError(f"--output {output} exists; pass --force to overwrite it")
     _check_target(output, "--output")
     specs = [parse_marker_spec(m) for m in markers]
+    reader: SourceReader
+    if git_dir is not None:
+        reader, commit = _git_reader(git_dir, rev or "HEAD", commit)
+    else:
+        reader = DirectorySource.open(source or Path())
     made = create_manifest(
-        DirectorySource.open(source),
+        reader,
         files,
         specs,
         runtime=runtime,
@@ -148,6 +166,25 @@ def pin_create(
         n = sum(len(f.markers) for f in made.files)
         typer.echo(f"wrote {output}: {len(made.files)} files, {n} markers", err=True)
     return 0
+
+
+def _git_reader(git_dir: Path, rev: str, commit: str | None) -> tuple[GitSource, str]:
+    """The reader bound to the commit `rev` names, and that commit's full id.
+
+    A rev that names no commit is PIN.GIT.COMMIT_MISSING (exit 2); a --commit that is not
+    that commit is a usage error.
+    """
+    repo = GitSource.open(git_dir)
+    resolved = repo.rev(f"{rev}^{{commit}}")
+    if resolved is None:
+        raise InputError.at(
+            "PIN.GIT.COMMIT_MISSING",
+            f"--rev {rev!r} names no commit in {git_dir} (fetch it, or check the spelling)",
+            str(git_dir),
+        )
+    if commit is not None and commit != resolved:
+        raise UsageError(f"--commit {commit} is not the commit --rev {rev} names ({resolved})")
+    return repo.at(resolved), resolved
 
 
 def register(app: typer.Typer) -> None:
