@@ -18,6 +18,7 @@ located at the options' file and JSON pointer.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -124,10 +125,6 @@ def _str_option(options: Mapping[str, Any], key: str, src: OptionSource) -> str 
     return value
 
 
-def _ms(value: Fraction) -> float:
-    return float(value)
-
-
 # --------------------------------------------------------------------------- roofline
 
 
@@ -231,8 +228,53 @@ class RooflineCostModel:
             overhead_ms=self.overhead_ms,
         )
 
+    @functools.cached_property
+    def _exact_ints(self) -> tuple[int, int, int, int, int, int, int, int, int, int]:
+        """The model's constants as integers, for `step_time_ms` (computed once).
+
+        memory_ms = (W + (h + t) * kv) / bytes_per_ms = (w + (h + t) * k) * bd / (D * bn) and
+        compute_ms = (2 P t + a pairs) * fd / fn, with W = w / D, kv = k / D over a common
+        denominator D, bytes_per_ms = bn / bd and flops_per_ms = fn / fd.
+        """
+        m = self.model
+        weight, kv = Fraction(m.weight_bytes_total), Fraction(m.kv_bytes_per_token)
+        den = math.lcm(weight.denominator, kv.denominator)
+        w = weight.numerator * (den // weight.denominator)
+        k = kv.numerator * (den // kv.denominator)
+        bpm, fpm = Fraction(self.bytes_per_ms), Fraction(self.flops_per_ms)
+        over = Fraction(self.overhead_ms)
+        return (
+            w,
+            k,
+            bpm.denominator,
+            den * bpm.numerator,
+            2 * m.parameter_count,
+            m.attention_flops_per_pair,
+            fpm.denominator,
+            fpm.numerator,
+            over.numerator,
+            over.denominator,
+        )
+
     def step_time_ms(self, step: StepShape) -> float:
-        return _ms(self.terms(step).step_ms)
+        """`float(terms(step).step_ms)`, computed in integers (the replay's hot path).
+
+        Both time terms are exact rationals n / d; the larger is chosen by cross-multiplying,
+        the overhead added over a common denominator, and one correctly rounded integer
+        division gives the same float as the Fraction path, bit for bit.
+        """
+        if step.is_empty:
+            return 0.0
+        w, k, bd, mem_den, two_p, a, fd, fn, on, od = self._exact_ints
+        mem_num = (w + (step.history_rows + step.tokens) * k) * bd
+        comp_num = (two_p * step.tokens + a * step.attention_pairs) * fd
+        if comp_num * mem_den > mem_num * fn:
+            num, den = comp_num, fn
+        else:
+            num, den = mem_num, mem_den
+        if on:
+            return (num * od + on * den) / (den * od)
+        return num / den
 
     def decode_crossover_batch(self, context_len: int) -> Fraction | None:
         """Decode rows B at which a pure decode step (each row attending to `context_len`

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cbaudit.model import EvidenceClass, InputError
 from cbaudit.sim.cost_models import (
@@ -300,3 +302,31 @@ def test_describe_is_json_ready_and_deterministic() -> None:
         a = json.dumps(model.describe(), sort_keys=True)
         assert a == json.dumps(model.describe(), sort_keys=True)
         assert json.loads(a)["evidence_class"] == model.evidence_class.value
+
+
+_STEPS = st.builds(
+    lambda dec, chunks: StepShape.of(dec, [(s, s + w) for s, w in chunks]),
+    st.lists(st.integers(1, 200_000), max_size=40),
+    st.lists(st.tuples(st.integers(0, 100_000), st.integers(1, 8192)), max_size=6),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    step=_STEPS,
+    hw=st.sampled_from(["nvidia-h100-sxm", "nvidia-h200-sxm"]),
+    mbu=st.one_of(st.none(), st.floats(0.01, 1.0)),
+    mfu=st.one_of(st.none(), st.floats(0.01, 1.0)),
+    overhead=st.one_of(st.none(), st.floats(0.0, 5.0)),
+)
+def test_integer_hot_path_equals_the_exact_terms(
+    step: StepShape, hw: str, mbu: float | None, mfu: float | None, overhead: float | None
+) -> None:
+    """step_time_ms (integer arithmetic) is float(terms(step).step_ms) bit for bit."""
+    opts: dict[str, Any] = {}
+    if mbu is not None and mfu is not None:
+        opts.update(mbu=mbu, mfu=mfu)
+    if overhead is not None:
+        opts["overhead_ms"] = overhead
+    model = _roofline(hw, **opts)
+    assert model.step_time_ms(step) == float(model.terms(step).step_ms)
