@@ -46,3 +46,15 @@ def test_replay_bad_csv_is_located_exit_2(tmp_path: Path, cli) -> None:  # type:
     r = cli("replay", trace, "--policy", "orca")
     assert r.code == 2
     assert "TRACE.BAD_ROW" in r.err and f"{trace}:2:" in r.err
+
+
+def test_replay_missing_or_directory_csv_is_exit_2(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A trace CSV that is absent or a directory is a located LOAD.* error, not exit 3."""
+    missing = tmp_path / "absent.csv"
+    r = cli("replay", missing, "--policy", "orca")
+    assert r.code == 2 and "LOAD.NOT_FOUND" in r.err and str(missing) in r.err
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    r = cli("replay", folder, "--policy", "orca")
+    assert r.code == 2 and "LOAD.IS_DIRECTORY" in r.err
+    assert "internal error" not in r.err
