@@ -83,7 +83,7 @@ class GateContext:
         path = self.resolve(rel, field=field)
         text = dumps_canonical(actual)
         if self.update:
-            old_text = path.read_text(encoding="utf-8") if path.exists() else None
+            old_text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else None
             if old_text == text:
                 return []
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +117,7 @@ class GateContext:
                     location=loc,
                 )
             ]
-        old = path.read_text(encoding="utf-8")
+        old = path.read_text(encoding="utf-8", errors="replace")  # non-UTF-8 bytes: drift
         try:
             old_canon = dumps_canonical(json.loads(old))
         except ValueError:

@@ -18,9 +18,10 @@ Every problem is an `InputError` located at `file:line:column`.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -70,6 +71,24 @@ class TraceRow:
 
 def _error(code: str, message: str, file: str, line: int, column: int | None = None) -> InputError:
     return InputError.at(code, message, file, line=line, column=column)
+
+
+def _decoded(lines: Iterable[bytes], name: str) -> Iterator[str]:
+    """UTF-8 text of each line (a leading BOM dropped); LOAD.ENCODING, located, otherwise."""
+    for line_no, raw in enumerate(lines, start=1):
+        if line_no == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            column = len(raw[: err.start].decode("utf-8", errors="replace")) + 1
+            raise _error(
+                "LOAD.ENCODING",
+                f"byte 0x{raw[err.start]:02X} is not UTF-8; save the trace as UTF-8",
+                name,
+                line_no,
+                column,
+            ) from None
 
 
 def detect_format(header: list[str], file: str = "<trace>") -> TraceFormat:
@@ -154,8 +173,8 @@ def trace_format(
     p = Path(path)
     if not p.is_file():
         raise InputError.at("TRACE.NOT_FOUND", "no such trace file", name)
-    with p.open("r", encoding="utf-8-sig", newline="") as fh:
-        return _header(fh.readline(), fmt, name)[0]
+    with p.open("rb") as fh:
+        return _header(next(_decoded(fh, name), ""), fmt, name)[0]
 
 
 def _header(line: str, fmt: TraceFormat | str, name: str) -> tuple[TraceFormat, list[str]]:
@@ -200,8 +219,9 @@ def iter_trace_rows(
     scale = Decimal(str(time_scale))
     if not scale > 0:
         raise InputError.at("TRACE.OPTION.RANGE", f"time_scale must be > 0, got {scale}", name)
-    with p.open("r", encoding="utf-8-sig", newline="") as fh:
-        chosen, header = _header(fh.readline(), fmt, name)
+    with p.open("rb") as fh:
+        lines = _decoded(fh, name)
+        chosen, header = _header(next(lines, ""), fmt, name)
         cols = FORMATS[chosen]
         index = {h.strip(): i for i, h in enumerate(header)}
         i_arr, i_prompt, i_out = index[cols.arrival], index[cols.prompt], index[cols.output]
@@ -209,7 +229,7 @@ def iter_trace_rows(
         first: Decimal | None = None
         previous: Decimal | None = None
         produced = 0
-        for line_no, raw in enumerate(fh, start=2):
+        for line_no, raw in enumerate(lines, start=2):
             if limit is not None and produced >= limit:
                 return
             if not raw.strip():
@@ -286,8 +306,8 @@ def read_int_column(path: str | Path, column: str, *, display: str | None = None
     if not p.is_file():
         raise InputError.at("TRACE.NOT_FOUND", "no such trace file", name)
     out: list[int] = []
-    with p.open("r", encoding="utf-8-sig", newline="") as fh:
-        reader = csv.reader(fh)
+    with p.open("rb") as fh:
+        reader = csv.reader(_decoded(fh, name))
         header = [h.strip() for h in next(reader, [])]
         if column not in header:
             raise _error(

@@ -58,3 +58,17 @@ def test_replay_missing_or_directory_csv_is_exit_2(tmp_path: Path, cli) -> None:
     r = cli("replay", folder, "--policy", "orca")
     assert r.code == 2 and "LOAD.IS_DIRECTORY" in r.err
     assert "internal error" not in r.err
+
+
+def test_replay_non_utf8_csv_is_located_load_encoding(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A Latin-1 byte in a trace row is LOAD.ENCODING at its line and column, exit 2."""
+    trace = tmp_path / "latin.csv"
+    trace.write_bytes(
+        b"\xef\xbb\xbfarrived_at,num_prefill_tokens,num_decode_tokens\n0,5,3\n1,4,\xe9\n"
+    )
+    r = cli("replay", trace, "--policy", "orca")
+    assert r.code == 2 and "LOAD.ENCODING" in r.err and f"{trace}:3:5:" in r.err
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(b"\x00\x01\xff")
+    r = cli("replay", binary, "--policy", "orca")
+    assert r.code == 2 and "LOAD.ENCODING" in r.err and f"{binary}:1:3:" in r.err
