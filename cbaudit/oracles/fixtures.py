@@ -8,7 +8,8 @@ A fixture is a JSON or YAML mapping. A *negative* fixture may instead be
     why: one line
 
 so each negative case states only what it breaks. Findings about a patched fixture point at
-the negative file, with the pointer into the patched document.
+the negative file, with the pointer into the patched document. The resolving is shared with the
+simulator fixtures (`cbaudit.sim.fairness_fixture`) in `cbaudit.io.patched`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cbaudit.io import load_document
-from cbaudit.io.jsonpatch import PatchError, apply_patch
+from cbaudit.io.loader import Document
+from cbaudit.io.patched import PatchCodes, load_patched
 from cbaudit.io.schemas import validate
 from cbaudit.model import Finding, InputError, Location
 
@@ -47,68 +48,32 @@ class Fixture:
             raise InputError(findings)
 
 
-def _is_patch_file(data: Mapping[str, Any]) -> bool:
-    return "base" in data and "patch" in data
+CODES = PatchCodes(
+    escape="ORACLE.FIXTURE.BASE_ESCAPE",
+    nested="ORACLE.FIXTURE.BASE_NESTED",
+    invalid="ORACLE.FIXTURE.PATCH_INVALID",
+)
+
+
+def _validate_patch_file(doc: Document) -> list[Finding]:
+    return validate(doc.data, "oracle-fixture-patch", file=doc.path, locate=doc.locate)
 
 
 def load_fixture(path: Path, *, display: str | None = None, root: Path | None = None) -> Fixture:
     """Load `path`; resolve `base` + `patch` negative fixtures (base must stay under `root`)."""
-    name = display if display is not None else str(path)
-    doc = load_document(path, display=name)
-    data = doc.data
-    if not _is_patch_file(data):
-        return Fixture(
-            data=data,
-            path=name,
-            sha256=doc.sha256,
-            locate=doc.locate,
-            directory=path.resolve().parent,
-        )
-    findings = validate(data, "oracle-fixture-patch", file=name, locate=doc.locate)
-    if findings:
-        raise InputError(findings)
-    base_path = (path.parent / data["base"]).resolve()
-    limit = (root or path.parent).resolve()
-    if limit not in base_path.parents:
-        raise InputError.at(
-            "ORACLE.FIXTURE.BASE_ESCAPE",
-            f"base {data['base']!r} lies outside {limit}",
-            name,
-            pointer="/base",
-        )
-    base_display = str(Path(name).parent / data["base"])
-    base_doc = load_document(base_path, display=base_display)
-    if _is_patch_file(base_doc.data):
-        raise InputError.at(
-            "ORACLE.FIXTURE.BASE_NESTED",
-            "the base of a negative fixture must be a plain fixture, not another patch",
-            name,
-            pointer="/base",
-        )
-    try:
-        patched = apply_patch(base_doc.data, data["patch"])
-    except PatchError as err:
-        raise InputError(
-            Finding(
-                "ORACLE.FIXTURE.PATCH_INVALID",
-                str(err),
-                location=doc.locate(f"/patch/{err.index}"),
-            )
-        ) from err
-    if not isinstance(patched, dict):
-        raise InputError.at(
-            "ORACLE.FIXTURE.PATCH_INVALID", "the patched fixture is not a mapping", name
-        )
-
-    def locate(pointer: str) -> Location:
-        return Location(file=name, pointer=pointer)
-
+    loaded = load_patched(
+        path,
+        display=display if display is not None else str(path),
+        root=(root or path.parent).resolve(),
+        codes=CODES,
+        validate_patch=_validate_patch_file,
+    )
     return Fixture(
-        data=patched,
-        path=name,
-        sha256=doc.sha256,
-        locate=locate,
-        base=base_display,
-        expect_code=data.get("expect_code"),
-        directory=base_path.parent,
+        data=loaded.data,
+        path=loaded.path,
+        sha256=loaded.sha256,
+        locate=loaded.locate,
+        base=loaded.base,
+        expect_code=loaded.expect_code,
+        directory=loaded.directory,
     )
