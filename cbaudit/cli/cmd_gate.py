@@ -21,7 +21,9 @@ from cbaudit.cli.common import (
 
 def gate(
     dirs: list[Path] = typer.Argument(..., help="Evidence directories (or bundle folders)."),
-    jobs: int = typer.Option(None, "--jobs", "-j", help="Parallel processes (default: CPUs)."),
+    jobs: int = typer.Option(
+        None, "--jobs", "-j", min=1, help="Parallel processes (default: CPUs, at most 8)."
+    ),
     update: bool = typer.Option(
         False, "--update", help="Rewrite expected outputs that no longer match (atomically)."
     ),

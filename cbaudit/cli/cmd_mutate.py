@@ -51,7 +51,14 @@ def _negative_outcomes(bundle: Bundle, ids: set[str]) -> dict[str, list[CheckRes
 
 
 def _fixtures(path: Path, target: str | None) -> tuple[list[FixtureInput], Bundle | None]:
+    if target is not None and target not in TARGETS:
+        raise UsageError(f"--target {target!r} is not one of {', '.join(TARGETS)}")
     if path.is_dir():
+        if target is not None:
+            raise UsageError(
+                f"--target names the type of a single fixture file; {path} is a bundle"
+                " directory, whose checks say what each fixture is"
+            )
         if not (path / BUNDLE_FILE).is_file():
             raise UsageError(f"{path}: a directory must be a bundle (no {BUNDLE_FILE})")
         bundle = read_bundle(path)

@@ -71,7 +71,9 @@ def replay(
     cost_option: list[str] = typer.Option(None, "--cost-option", help="key=value, repeatable."),
     budget: list[str] = typer.Option(None, "--budget", help="Override a budget: key=value."),
     horizon: int = typer.Option(None, "--horizon", min=1, help="Stop after N iterations."),
-    window: list[int] = typer.Option(None, "--window", help="Also report occupancy on [1, N]."),
+    window: list[int] = typer.Option(
+        None, "--window", min=1, help="Also report occupancy on [1, N]."
+    ),
     seed: int = typer.Option(
         None, "--seed", help="Draw a generator spec with this seed (a manifest only records it)."
     ),
@@ -101,6 +103,8 @@ def replay(
     verbose: int = VerboseOpt,
 ) -> int:
     """Replay WORKLOAD under a policy; every plan and result is contract-checked."""
+    if slo_window_ms is not None and not (0 < slo_window_ms < float("inf")):
+        raise UsageError(f"--slo-window-ms must be a finite number > 0, got {slo_window_ms}")
     loaded, source = comparable.load_replay_workload(workload, seed=seed)
     options = core.ReplayOptions(
         policy=policy,

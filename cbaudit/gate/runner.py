@@ -217,10 +217,20 @@ def run_gate(
     select: str | None = None,
 ) -> Report:
     """Discover bundles under `paths`, run their checks, return one report."""
-    bundles: list[Bundle] = [load_bundle(root) for root in discover(list(paths))]
+    roots = list(paths)
+    bundles: list[Bundle] = [load_bundle(root) for root in discover(roots)]
     specs = [s for b in bundles for s in b.checks]
     if select:
-        specs = [s for s in specs if select in s.check_id or select == s.kind]
+        chosen = [s for s in specs if select in s.check_id or select == s.kind]
+        if not chosen:
+            # A selection that matches nothing would pass having checked nothing: in CI that
+            # hides a typo or a renamed check behind a green gate.
+            raise InputError.at(
+                "GATE.SELECT.EMPTY",
+                f"--select {select!r} matches no check id or kind among {len(specs)} checks",
+                ", ".join(str(r) for r in roots),
+            )
+        specs = chosen
     njobs = default_jobs() if jobs is None else max(1, jobs)
     if update or njobs == 1 or len(specs) < 2:
         per_check = [run_check(s, update) for s in specs]

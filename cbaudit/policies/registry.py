@@ -5,7 +5,7 @@ Adding a policy is adding one module and one `register(...)` line below.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from cbaudit.policies.base import Policy
@@ -28,6 +28,29 @@ from cbaudit.policies.vtc import VtcCompletionReconciledPolicy, VtcPolicy
 Factory = Callable[[Mapping[str, Any]], Policy]
 
 
+class _ReadOptions(Mapping[str, Any]):
+    """Options that remember which keys a policy asked for (to refuse the ones it never did)."""
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        self._data = dict(options)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return self._data[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.read.add(key)
+        return key in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
 class Registry:
     """A dict of factories that refuses a second registration under the same id."""
 
@@ -46,8 +69,21 @@ class Registry:
         return policy_id in self._items
 
     def create(self, policy_id: str, options: Mapping[str, Any] | None = None) -> Policy:
-        """Instantiate `policy_id` with `options` (KeyError if unknown, ValueError if bad)."""
-        return self._items[policy_id](dict(options or {}))
+        """Instantiate `policy_id` with `options` (KeyError if unknown, ValueError if bad).
+
+        An option the policy never reads while it is built is refused: a misspelt option
+        silently falling back to its default would replay a different policy than declared.
+        """
+        tracked = _ReadOptions(options or {})
+        policy = self._items[policy_id](tracked)
+        unread = sorted(set(tracked) - tracked.read)
+        if unread:
+            known = sorted(tracked.read)
+            raise ValueError(
+                f"policy {policy_id!r} has no option {', '.join(map(repr, unread))}"
+                + (f" (options it looked for: {', '.join(known)})" if known else "")
+            )
+        return policy
 
 
 def _no_options(cls: Callable[[], Policy]) -> Factory:

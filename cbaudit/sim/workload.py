@@ -227,8 +227,25 @@ def _opt_int(
     return _int(data[key], source, f"{pointer}/{key}", minimum=minimum)
 
 
+_BUDGET_KEYS = (
+    "token_budget",
+    "sequence_budget",
+    "kv_block_size",
+    "kv_total_blocks",
+    "long_prefill_token_threshold",
+)
+
+
 def _budgets(data: Any, source: str, pointer: str) -> Budgets:
     b = _map(data, source, pointer)
+    for key in b:
+        if key not in _BUDGET_KEYS:
+            raise _err(
+                "WORKLOAD.FIELD.UNKNOWN",
+                f"unknown budget {key!r} (known: {', '.join(_BUDGET_KEYS)})",
+                source,
+                f"{pointer}/{key}",
+            )
     for key in ("token_budget", "sequence_budget"):
         if key not in b:
             raise _err("WORKLOAD.FIELD.MISSING", f"budgets need {key}", source, pointer)

@@ -173,3 +173,17 @@ def test_negative_check_spec_errors(tmp_path: Path) -> None:
     report = run_gate([tmp_path], jobs=1)
     assert _codes(report) == {"GATE.NEGATIVE.SPEC"}
     assert report.exit_code is ExitCode.UNUSABLE
+
+
+def test_select_matching_nothing_is_exit_2(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """`-k` that matches no check is GATE.SELECT.EMPTY (exit 2), never a pass on nothing."""
+    _bundle(tmp_path / "b", "  - {id: one, kind: echo}\n  - {id: two, kind: echo}\n")
+    r = cli("gate", tmp_path, "-k", "tw0")
+    assert r.code == 2 and "GATE.SELECT.EMPTY" in r.err and "among 2 checks" in r.err
+    ok = cli("gate", tmp_path, "-k", "two")
+    assert ok.code == 0 and "1 passed" in ok.out
+
+
+def test_jobs_below_one_is_a_usage_error(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    _bundle(tmp_path / "b", "  - {id: one, kind: echo}\n")
+    assert cli("gate", tmp_path, "-j", "0").code == 2

@@ -146,3 +146,11 @@ def test_list_operators(cli: Callable[..., Any]) -> None:
     assert r.code == 0
     line = next(x for x in r.out.splitlines() if x.startswith("plan.decode.two-rows"))
     assert "PLAN.DECODE.MULTI_ROW" in line
+
+
+def test_target_is_checked_and_refused_for_a_bundle(cli: Callable[..., Any]) -> None:
+    """An unknown --target, or --target with a bundle directory, is a usage error (exit 2)."""
+    r = cli("mutate", LOOP2_VALID, "--target", "plan-cas")
+    assert r.code == 2 and "--target 'plan-cas' is not one of" in r.err
+    r = cli("mutate", BUNDLE, "--target", "plan-case")
+    assert r.code == 2 and "bundle directory" in r.err

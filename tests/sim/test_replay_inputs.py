@@ -72,3 +72,33 @@ def test_replay_non_utf8_csv_is_located_load_encoding(tmp_path: Path, cli) -> No
     binary.write_bytes(b"\x00\x01\xff")
     r = cli("replay", binary, "--policy", "orca")
     assert r.code == 2 and "LOAD.ENCODING" in r.err and f"{binary}:1:3:" in r.err
+
+
+def _trace(tmp_path: Path) -> Path:
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0,5,3\n1,4,2\n")
+    return trace
+
+
+def test_replay_refuses_an_option_the_policy_never_reads(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A misspelt policy option is REPLAY.POLICY.OPTION, not a silent default."""
+    r = cli("replay", _trace(tmp_path), "--policy", "vllm-v1", "--policy-option", "sheduling=x")
+    assert r.code == 2 and "REPLAY.POLICY.OPTION" in r.err and "'sheduling'" in r.err
+    ok = cli(
+        "replay", _trace(tmp_path), "--policy", "vllm-v1", "--policy-option", "scheduling=fcfs"
+    )
+    assert ok.code == 0, ok.err
+
+
+def test_replay_refuses_an_unknown_budget_override(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """`--budget token_budgte=8` is WORKLOAD.FIELD.UNKNOWN at /budgets/token_budgte."""
+    r = cli("replay", _trace(tmp_path), "--policy", "orca", "--budget", "token_budgte=8")
+    assert r.code == 2 and "WORKLOAD.FIELD.UNKNOWN" in r.err and "/budgets/token_budgte" in r.err
+
+
+def test_replay_window_and_slo_window_must_be_positive(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Occupancy windows start at 1 and the SLO window is a finite positive span."""
+    trace = _trace(tmp_path)
+    assert cli("replay", trace, "--policy", "orca", "--window", "0").code == 2
+    r = cli("replay", trace, "--policy", "orca", "--slo-window-ms", "-1")
+    assert r.code == 2 and "--slo-window-ms" in r.err
