@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # The CPU build of torch that these machines carry; pinned so pip never reaches for a CUDA build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: all venv gate test lint typecheck pytest browser clean
+.PHONY: all venv gate vllm-release test lint typecheck pytest browser clean
 
 all: test
 
@@ -26,8 +26,22 @@ venv: $(STAMP)
 # check is reported as not run.
 ARTICLE ?= $(wildcard ../shared/seeds/000_723c321e7155665c.txt)
 
+# The vLLM v0.23.0 release as published (the wheel, about 270 MB), fetched by pip into .cache/.
+# With it here, `make gate` verifies the pin's hashes, sizes, git blob ids and 52 line markers
+# against the bytes vLLM shipped; without it that check is reported as not run. CBAUDIT_VLLM_SOURCE
+# set by the caller (a checkout, an unpacked release or an archive) takes precedence.
+VLLM_WHEEL = $(firstword $(wildcard .cache/vllm/vllm-0.23.0*.whl))
+CBAUDIT_VLLM_SOURCE ?= $(VLLM_WHEEL)
+
 gate: $(STAMP)
-	CBAUDIT_M52_ARTICLE="$(ARTICLE)" $(VENV)/bin/cbaudit gate evidence/
+	CBAUDIT_M52_ARTICLE="$(ARTICLE)" CBAUDIT_VLLM_SOURCE="$(CBAUDIT_VLLM_SOURCE)" \
+	  $(VENV)/bin/cbaudit gate evidence/
+
+vllm-release: $(STAMP)
+	$(PY) -m pip download -q --no-deps --only-binary :all: --implementation cp \
+	  --python-version 3.12 --platform manylinux_2_28_x86_64 -d .cache/vllm 'vllm==0.23.0'
+	$(VENV)/bin/cbaudit verify-pin pinned/vllm-v0.23.0.yaml \
+	  --source "$$(ls .cache/vllm/vllm-0.23.0*.whl | head -n 1)"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check cbaudit tests benchmarks
@@ -54,4 +68,4 @@ pytest: $(STAMP) browser
 test: lint typecheck pytest
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .cache

@@ -1,4 +1,4 @@
-"""`cbaudit verify-pin MANIFEST (--source DIR | --git-dir DIR)` and `cbaudit pin create`."""
+"""`cbaudit verify-pin MANIFEST (--source DIR|ARCHIVE | --git-dir DIR)` and `cbaudit pin create`."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from cbaudit.model import (
 from cbaudit.pins.attest import build_statement
 from cbaudit.pins.create import create_manifest, parse_marker_spec
 from cbaudit.pins.manifest import SCHEMA, load_manifest
-from cbaudit.pins.sources import DirectorySource, GitSource, SourceReader
+from cbaudit.pins.sources import GitSource, SourceReader, open_source
 from cbaudit.pins.verify import verify
 from cbaudit.report.json_report import dumps_canonical
 
@@ -45,7 +45,9 @@ def _check_target(path: Path | None, what: str) -> None:
 def verify_pin(
     manifest: Path = typer.Argument(..., help="Pin manifest (YAML or JSON)."),
     source: Path | None = typer.Option(
-        None, "--source", help="A checkout or unpacked release to verify against."
+        None,
+        "--source",
+        help="A checkout, an unpacked release, or a release archive (.whl, .zip, .tar.gz).",
     ),
     git_dir: Path | None = typer.Option(
         None, "--git-dir", help="A git repository: blobs are read from the pinned commit."
@@ -60,11 +62,11 @@ def verify_pin(
 ) -> int:
     """Check a pin manifest's hashes, sizes, blob ids and line markers against a source."""
     if (source is None) == (git_dir is None):
-        raise UsageError("verify-pin needs exactly one of --source DIR or --git-dir DIR")
+        raise UsageError("verify-pin needs exactly one of --source DIR|ARCHIVE or --git-dir DIR")
     _check_target(attest, "--attest")
     loaded = load_manifest(manifest)
     reader: SourceReader = (
-        GitSource.open(git_dir) if git_dir is not None else DirectorySource.open(source or Path())
+        GitSource.open(git_dir) if git_dir is not None else open_source(source or Path())
     )
     verification = verify(loaded, reader)
     results = list(verification.results)
@@ -99,7 +101,9 @@ def verify_pin(
 
 @pin_app.command("create")
 def pin_create(
-    source: Path | None = typer.Option(None, "--source", help="Source tree to pin files from."),
+    source: Path | None = typer.Option(
+        None, "--source", help="Source tree or release archive to pin files from."
+    ),
     git_dir: Path | None = typer.Option(
         None, "--git-dir", help="A git repository: pin the blobs of the commit --rev names."
     ),
@@ -137,7 +141,7 @@ def pin_create(
     if git_dir is not None:
         reader, commit = _git_reader(git_dir, rev or "HEAD", commit)
     else:
-        reader = DirectorySource.open(source or Path())
+        reader = open_source(source or Path())
     made = create_manifest(
         reader,
         files,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cbaudit.model import CheckResult, CheckStatus, InputError, UsageError
 from cbaudit.pins.gate_paths import spec_check_id, spec_evidence_class, spec_path
 from cbaudit.pins.manifest import consistency_findings, load_manifest
-from cbaudit.pins.sources import DirectorySource, GitSource, SourceReader
+from cbaudit.pins.sources import GitSource, SourceReader, open_source
 from cbaudit.pins.verify import verify
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ SOURCE_FIELDS = ("git_dir", "source")
 
 
 def _open(field: str, path: Path) -> SourceReader:
-    return GitSource.open(path) if field == "git_dir" else DirectorySource.open(path)
+    return GitSource.open(path) if field == "git_dir" else open_source(path)
 
 
 def _part(result: CheckResult) -> str:

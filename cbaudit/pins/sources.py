@@ -1,8 +1,10 @@
-"""Where pinned bytes come from: a directory (checkout or unpacked release) or a git repository.
+"""Where pinned bytes come from: a directory (checkout or unpacked release), a release archive
+(a wheel, zip or source tarball, read without unpacking) or a git repository.
 
-Both readers refuse paths that are absolute, escape the root, or pass through a symlink that
+Every reader refuses paths that are absolute, escape the root, or pass through a symlink that
 leaves it; they never follow such a path. The git reader returns blob bytes exactly as stored,
-so no checkout filter (line endings, smudge) can change what is hashed.
+so no checkout filter (line endings, smudge) can change what is hashed; the archive reader
+returns member bytes exactly as packed.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+import tarfile
+import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -36,7 +40,7 @@ class SourceReader(Protocol):
 
     @property
     def kind(self) -> str:
-        """`directory` or `git`."""
+        """`directory`, `archive` or `git`."""
         ...
 
     def describe(self) -> str: ...
@@ -85,6 +89,99 @@ class DirectorySource:
             what = "is not a regular file" if current.exists() else "does not exist"
             raise FileAbsent(f"{path} {what} under {self.root}")
         return current.read_bytes()
+
+
+ARCHIVE_SUFFIXES = (".whl", ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
+
+
+def is_archive(path: Path) -> bool:
+    """Whether `path` names a release archive by its suffix."""
+    return path.name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class ArchiveSource:
+    """A release archive read in place: a wheel or zip, or a (compressed) tarball.
+
+    Pinned paths are looked up as archive members. A source tarball holds everything under one
+    top-level folder (`vllm-0.23.0/...`); when every member shares such a folder and a pinned
+    path is not itself a member, it is read below that folder, so the same manifest verifies
+    against a wheel, an sdist or a checkout.
+    Symbolic and hard links inside the archive are refused, never followed.
+    """
+
+    path: Path
+    prefix: str = ""
+    kind: str = "archive"
+    _names: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+
+    @classmethod
+    def open(cls, path: Path) -> ArchiveSource:
+        if not path.is_file():
+            raise UsageError(f"--source {path}: no such archive file")
+        try:
+            names = _member_names(path)
+        except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as err:
+            raise UsageError(f"--source {path}: not a readable archive ({err})") from None
+        tops = {n.split("/", 1)[0] for n in names}
+        prefix = ""
+        if len(tops) == 1 and all("/" in n for n in names):
+            prefix = next(iter(tops)) + "/"
+        return cls(path=path, prefix=prefix, _names=frozenset(names))
+
+    def describe(self) -> str:
+        return str(self.path)
+
+    def read(self, path: str) -> bytes:
+        problem = path_problem(path)
+        if problem is not None:
+            raise PathRefused(*problem)
+        if path in self._names:
+            member = path
+        elif self.prefix and self.prefix + path in self._names:
+            member = self.prefix + path
+        else:
+            raise FileAbsent(f"{path} does not exist in {self.describe()}")
+        if zipfile.is_zipfile(self.path):
+            with zipfile.ZipFile(self.path) as zf:
+                info = zf.getinfo(member)
+                if (info.external_attr >> 16) & 0o170000 == 0o120000:
+                    raise PathRefused(
+                        "PIN.PATH.SYMLINK", f"{path} is a symlink in {self.path}; not followed"
+                    )
+                return zf.read(info)
+        with tarfile.open(self.path) as tf:
+            entry = tf.getmember(member)
+            if entry.issym() or entry.islnk():
+                raise PathRefused(
+                    "PIN.PATH.SYMLINK", f"{path} is a link in {self.path}; not followed"
+                )
+            if not entry.isfile():
+                raise FileAbsent(f"{path} is not a regular file in {self.path}")
+            handle = tf.extractfile(entry)
+            if handle is None:
+                raise FileAbsent(f"{path} cannot be read from {self.path}")
+            with handle:
+                return handle.read()
+
+
+def _member_names(path: Path) -> list[str]:
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as zf:
+            return [n for n in zf.namelist() if not n.endswith("/")]
+    with tarfile.open(path) as tf:
+        return [m.name.removeprefix("./") for m in tf.getmembers() if not m.isdir()]
+
+
+def open_source(path: Path) -> DirectorySource | ArchiveSource:
+    """`--source PATH`: a directory, or a release archive named by its suffix."""
+    if path.is_file() and is_archive(path):
+        return ArchiveSource.open(path)
+    if path.is_file():
+        raise UsageError(
+            f"--source {path}: a file, but not an archive ({', '.join(ARCHIVE_SUFFIXES)})"
+        )
+    return DirectorySource.open(path)
 
 
 def _git_env() -> dict[str, str]:

@@ -109,7 +109,7 @@ def _content_findings(
                 )
                 return [("PIN.FILE.CHECKOUT_EOL", msg, Severity.WARNING)], alt, True
     out: list[tuple[str, str, Severity]] = []
-    where = "the git blob" if kind == "git" else "the checkout file"
+    where = {"git": "the git blob", "archive": "the archive member"}.get(kind, "the checkout file")
     if got.size != want.size:
         out.append(
             (
