@@ -86,7 +86,8 @@ def render_text(report: Report, verbosity: int = 0, color: bool = False) -> str:
             shown = rows if verbosity > 1 else rows[:MAX_METRIC_ROWS]
             table = Table(show_header=False, box=None, padding=(0, 2))
             for key, value in shown:
-                table.add_row(f"  {key}", value)
+                # Text, not str: a value such as "[req-B:0, req-R:0]" is data, not rich markup
+                table.add_row(Text(f"  {key}"), Text(value))
             console.print(table)
             if len(shown) < len(rows):
                 console.print(

@@ -117,3 +117,13 @@ def test_evidence_classes_are_the_design_set() -> None:
         "measured_cpu",
         "measured_gpu",
     }
+
+
+def test_text_metrics_are_data_not_markup() -> None:
+    """List metrics such as `[req-B:2, req-C:1]` print as written (rich would read markup)."""
+    rep = Report.build(
+        "validate-plan",
+        [CheckResult("plan_case", "x.json", metrics={"order": ["req-B:2", "req-C:1"]})],
+    )
+    text = REPORTERS["text"](rep, 1, False)
+    assert "[req-B:2, req-C:1]" in text
