@@ -24,6 +24,11 @@ _CATALOG: dict[str, str] = {
         "emitted/computed frontiers fit neither unfinished prefill (e=0, c<p),"
         " ordinary decode (e>=1, c=p+e-1) nor a rebuild (e>=1, c<p+e-1)"
     ),
+    "STATE.REBUILD_FLOOR.AFTER_OUTPUT": (
+        "a view declares rebuild_floor after its first token (the frontiers already mark"
+        " rebuild rows then)"
+    ),
+    "STATE.REBUILD_FLOOR.BEYOND_PROMPT": "a view's rebuild_floor exceeds its prompt length",
     "STATE.COMMITTED.NOT_AT_COMPUTED": "committed length k differs from computed c at the cut",
     "STATE.EMITTED.EXCEEDS_MAX": "a view has emitted more tokens than max_output_tokens",
     "STATE.TERMINAL.QUEUE": "terminal and the finished queue disagree",

@@ -66,6 +66,8 @@ class LiveRequest(Protocol):
     @property
     def c(self) -> int: ...  # committed equals computed at every published cut
     @property
+    def rebuild_floor(self) -> int | None: ...  # as published: e = 0 after a recompute only
+    @property
     def snapshot(self) -> int: ...
     @property
     def ready(self) -> bool: ...
@@ -355,6 +357,7 @@ class LiveContract:
             r.terminal,
             queue,
             None if r.ready else (r.readiness_reason or self._unstated),
+            r.rebuild_floor,
         )
 
     def _skipped(

@@ -67,24 +67,26 @@ def derive_phase(p: int, e: int, c: int) -> Phase | None:
     return None
 
 
-def semantic_rows(p: int, e: int, start: int, end: int) -> int:
+def semantic_rows(p: int, e: int, start: int, end: int, floor: int = 0) -> int:
     """Rows of the completed interval [start, end) that are semantic (fairness) service.
 
-    With e = 0 every prompt row is service. With e >= 1 every row below p + e - 1 was computed
-    before (the first token needs the whole prompt; each later token needs the row of the one
-    before), so only the row at p + e - 1, the one that produces the next token, is service;
-    rows below it are rebuild overhead.
+    With e >= 1 every row below p + e - 1 was computed before (the first token needs the whole
+    prompt; each later token needs the row of the one before), so only the row at p + e - 1,
+    the one that produces the next token, is service; rows below it are rebuild overhead. With
+    e = 0 the frontiers cannot tell a first prefill from a re-prefill, so the view says it:
+    `floor` (a view's `rebuild_floor`, 0 when absent) is how far the prompt had been computed
+    before a recompute preemption discarded it, and only prompt rows at or above it are service.
     """
     if end <= start:
         return 0
     if e == 0:
-        return end - start
+        return end - max(start, floor) if end > floor else 0
     return max(0, end - max(start, p + e - 1))
 
 
-def rebuild_rows(p: int, e: int, start: int, end: int) -> int:
+def rebuild_rows(p: int, e: int, start: int, end: int, floor: int = 0) -> int:
     """Rows of the completed interval [start, end) that only rebuild K/V (recompute overhead)."""
-    return max(0, end - start) - semantic_rows(p, e, start, end)
+    return max(0, end - start) - semantic_rows(p, e, start, end, floor)
 
 
 class Queue(StrEnum):
@@ -346,6 +348,9 @@ class RequestView:
     priority: int | None = None
     arrival_order: int | None = None
     client: str | None = None
+    # e = 0 only: prompt rows below it were computed before a recompute preemption discarded
+    # them, so re-prefilling them is overhead, not service (None: nothing was discarded)
+    rebuild_floor: int | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RequestView:
@@ -364,6 +369,7 @@ class RequestView:
             priority=data.get("priority"),
             arrival_order=data.get("arrival_order"),
             client=data.get("client"),
+            rebuild_floor=data.get("rebuild_floor"),
         )
 
     @property
@@ -392,7 +398,13 @@ class RequestView:
         _put(out, "priority", self.priority)
         _put(out, "arrival_order", self.arrival_order)
         _put(out, "client", self.client)
+        _put(out, "rebuild_floor", self.rebuild_floor)
         return out
+
+    @property
+    def service_floor(self) -> int:
+        """The `floor` of `semantic_rows` for this view (0 when no rebuild floor is declared)."""
+        return self.rebuild_floor or 0
 
 
 @dataclass(frozen=True, slots=True)

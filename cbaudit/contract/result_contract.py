@@ -1,9 +1,10 @@
 """Result checks: planned vs completed, the output clock, and completed-service debits.
 
 Semantic service (what fairness debits) is `records.semantic_rows`: every completed prompt row
-of a request that has not emitted yet, and for a request with e >= 1 only the row at p + e - 1
-that produces its next token. Rows below p + e - 1 rebuilt after a recompute preemption are
-overhead, kept apart from service (article 0x0C).
+of a request that has not emitted yet (at or above its view's `rebuild_floor`, when a recompute
+preemption discarded computed prompt rows), and for a request with e >= 1 only the row at
+p + e - 1 that produces its next token. Rows rebuilt after a recompute preemption are overhead,
+kept apart from service (article 0x0C).
 """
 
 from __future__ import annotations
@@ -137,7 +138,11 @@ def check_result(
         )
         current = view is not None and view.request_generation == item.request_generation
         if client is not None:
-            frontiers = (view.prompt_tokens, view.emitted_tokens) if view and current else None
+            frontiers = (
+                (view.prompt_tokens, view.emitted_tokens, view.service_floor)
+                if view and current
+                else None
+            )
             service.add(client, frontiers, work, done_end)
         if view is None or not current:
             continue
@@ -195,17 +200,22 @@ class _Service:
         self.planned_rows: dict[str, int] = {}
 
     def add(
-        self, client: str, frontiers: tuple[int, int] | None, work: WorkItem, done_end: int | None
+        self,
+        client: str,
+        frontiers: tuple[int, int, int] | None,
+        work: WorkItem,
+        done_end: int | None,
     ) -> None:
-        """Count one item; `frontiers` is the state's (p, e), None when no current view."""
+        """Count one item; `frontiers` is the state view's (p, e, rebuild floor), None when
+        there is no current view."""
         rows = done_end - work.start if done_end is not None else 0
         planned_rows = max(work.width, 0)
         if frontiers is None:  # nothing tells rebuild from service: every row counts
             sem, planned_sem = rows, planned_rows
         else:
-            p, e = frontiers
-            sem = semantic_rows(p, e, work.start, done_end) if done_end is not None else 0
-            planned_sem = semantic_rows(p, e, work.start, work.end)
+            p, e, floor = frontiers
+            sem = semantic_rows(p, e, work.start, done_end, floor) if done_end is not None else 0
+            planned_sem = semantic_rows(p, e, work.start, work.end, floor)
         for tally, value in (
             (self.completed, sem),
             (self.completed_rows, rows),

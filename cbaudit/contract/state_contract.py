@@ -98,8 +98,34 @@ def check_state(workload: WorkloadManifest, state: SchedulerState) -> list[Issue
             v.terminal,
             v.queue,
             v.readiness_reason,
+            v.rebuild_floor,
         )
     return out
+
+
+def _floor_issues(out: list[Issue], index: int, rid: str, p: int, e: int, floor: int) -> None:
+    """A rebuild floor marks re-prefilled prompt rows: only before output, never past p."""
+    where = f"/requests/{index}/rebuild_floor"
+    if e != 0:
+        out.append(
+            Issue(
+                "STATE.REBUILD_FLOOR.AFTER_OUTPUT",
+                "state",
+                where,
+                f"{rid}: rebuild_floor={floor} with e={e}; after the first token the frontiers"
+                f" already mark rebuild rows (below p+e-1={p + e - 1}), so no floor is declared",
+            )
+        )
+    elif floor > p:
+        out.append(
+            Issue(
+                "STATE.REBUILD_FLOOR.BEYOND_PROMPT",
+                "state",
+                where,
+                f"{rid}: rebuild_floor={floor} exceeds the prompt p={p}; before the first token"
+                " only prompt rows can have been computed",
+            )
+        )
 
 
 def view_issues(
@@ -117,6 +143,7 @@ def view_issues(
     terminal: bool,
     queue: Queue,
     readiness_reason: str | None,
+    rebuild_floor: int | None = None,
 ) -> None:
     """The rules of one request view (the view at `/requests/{index}`), appended to `out`.
 
@@ -151,6 +178,8 @@ def view_issues(
                 f" recompute (e>=1, c<p+e-1)",
             )
         )
+    if rebuild_floor is not None:
+        _floor_issues(out, index, rid, p, e, rebuild_floor)
     if k != c:
         out.append(
             Issue(

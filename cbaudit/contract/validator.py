@@ -161,11 +161,15 @@ def _case_metrics(
         overhead: int | None = None
         for i in result.items:
             view = state.by_id.get(i.request_id)
-            if view is None or view.derived_phase() is not Phase.RECOMPUTE_CHUNK:
+            if view is None or (
+                view.derived_phase() is not Phase.RECOMPUTE_CHUNK and view.rebuild_floor is None
+            ):
                 continue
             done = i.completed
             p, e = view.prompt_tokens, view.emitted_tokens
-            rows = 0 if done is None else rebuild_rows(p, e, done.start, done.end)
+            rows = (
+                0 if done is None else rebuild_rows(p, e, done.start, done.end, view.service_floor)
+            )
             overhead = (overhead or 0) + rows
         if overhead is not None:
             metrics["recompute_overhead_tokens"] = overhead

@@ -534,6 +534,48 @@ def _frontier_inconsistent(data: Mapping[str, Any], rng: random.Random) -> Itera
             yield ops, f"decoding {rid} has c = p + e, not p + e - 1"
 
 
+def _floor_after_output(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
+    for rid, (j, view) in sorted(_views(data).items()):
+        if view.get("emitted_tokens", 0) >= 1:
+            value = max(1, view["computed_tokens"])
+            yield (
+                (add(f"/state/requests/{j}/rebuild_floor", value),),
+                f"{rid} (e={view['emitted_tokens']}) declares rebuild_floor {value}",
+            )
+
+
+def _floor_beyond_prompt(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
+    for rid, (j, view) in sorted(_views(data).items()):
+        if view.get("emitted_tokens", 0) == 0:
+            value = view["prompt_tokens"] + 1
+            yield (
+                (add(f"/state/requests/{j}/rebuild_floor", value),),
+                f"{rid} declares rebuild_floor {value} past its prompt",
+            )
+
+
+def _floor_raised(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
+    """Declare that a prefilling request's served rows had all been computed before."""
+    done = {
+        item.get("request_id"): item["completed"]["end"]
+        for _, item in _items(data)
+        if isinstance(item.get("completed"), Mapping)
+    }
+    for rid, (j, view) in sorted(_views(data).items()):
+        end = done.get(rid)
+        if (
+            end is not None
+            and view.get("emitted_tokens", 0) == 0
+            and view.get("client") is not None
+            and "rebuild_floor" not in view
+            and end > view.get("computed_tokens", 0)
+        ):
+            yield (
+                (add(f"/state/requests/{j}/rebuild_floor", end),),
+                f"{rid} declares rebuild_floor {end}: its served prompt rows were computed before",
+            )
+
+
 def _op(name: str, record: str, pointer: str, changes: str, expect: str, gen: Any) -> Operator:
     return Operator(name, LOOP, TARGET, _RECORD[record], pointer, changes, expect, gen)
 
@@ -938,5 +980,30 @@ OPERATORS: tuple[Operator, ...] = (
         "complete one row past the planned interval",
         "RESULT.INTERVAL.OUTSIDE_PLAN",
         _outside_plan,
+    ),
+    _op(
+        "state.rebuild-floor.after-output",
+        "state",
+        "/state/requests/*/rebuild_floor",
+        "declare a rebuild floor on a request that has emitted output",
+        "STATE.REBUILD_FLOOR.AFTER_OUTPUT",
+        _floor_after_output,
+    ),
+    _op(
+        "state.rebuild-floor.beyond-prompt",
+        "state",
+        "/state/requests/*/rebuild_floor",
+        "declare a rebuild floor past the prompt of a request that has not emitted",
+        "STATE.REBUILD_FLOOR.BEYOND_PROMPT",
+        _floor_beyond_prompt,
+    ),
+    _op(
+        "state.rebuild-floor.raised",
+        "state",
+        "/state/requests/*/rebuild_floor",
+        "declare a prefilling request's served rows computed before (a re-prefill): the"
+        " unchanged debit now charges rebuild rows as service",
+        "RESULT.DEBIT.REBUILD_AS_SERVICE",
+        _floor_raised,
     ),
 )

@@ -265,9 +265,9 @@ def decision_record(
                 "tokens": end - start,
             }
         )
-        semantic += semantic_rows(
-            int(view["prompt_tokens"]), int(view["emitted_tokens"]), start, end
-        )
+        emitted = int(view["emitted_tokens"])
+        floor = int(view.get("rebuild_floor") or 0) if emitted == 0 else 0
+        semantic += semantic_rows(int(view["prompt_tokens"]), emitted, start, end, floor)
     transitions = []
     preemptions = []
     for intent in plan.get("queue_intent", []):
@@ -280,7 +280,13 @@ def decision_record(
         view = views[rid]
         computed = int(view["computed_tokens"])
         transitions.append(
-            {"request_id": rid, "from": "running", "to": "waiting_front", "cause": intent["action"]}
+            {
+                "request_id": rid,
+                "from": "running",
+                "to": "waiting_front",
+                # the replay behind these snapshots preempts by recompute (mode below)
+                "cause": "preempt_recompute" if intent["action"] == "preempt" else intent["action"],
+            }
         )
         preemptions.append(
             {

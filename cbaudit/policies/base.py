@@ -50,6 +50,7 @@ class ReqState:
         "c",
         "client",
         "e",
+        "floor",
         "gen",
         "idx",
         "last_emit",
@@ -98,6 +99,9 @@ class ReqState:
         self.readiness_reason: str | None = None
         self.blocks = 0
         self.preemptions = 0
+        # how far the stream had been computed before a recompute preemption discarded it
+        # (rows below it are re-computed overhead, not service)
+        self.floor = 0
         self.last_served = -1  # iteration index of the last completed service, -1 if none
         # SLO clocks (article 0x07), in clock units; None when the request declares none.
         self.ttft_limit: float | None = None
@@ -107,6 +111,17 @@ class ReqState:
     @property
     def logical_length(self) -> int:
         return self.p + self.e
+
+    @property
+    def rebuild_floor(self) -> int | None:
+        """The published view's `rebuild_floor`: set only before the first token, after a
+        recompute preemption discarded computed prompt rows (None otherwise)."""
+        return self.floor if self.e == 0 and self.floor > 0 else None
+
+    @property
+    def service_floor(self) -> int:
+        """The `floor` argument of `semantic_rows` for this request's current view."""
+        return self.floor if self.e == 0 else 0
 
     @property
     def remaining(self) -> int:

@@ -272,7 +272,6 @@ class Engine:
         tbt: list[float] = []
         findings: list[EngineFinding] = []
         service: dict[str, int] = {}
-        rebuild_to = [0] * n
         now = 0.0
         iteration = 0
         version = 0
@@ -315,6 +314,20 @@ class Engine:
 
         if trace is not None:
             trace.write("workload", self.workload.to_manifest())
+
+        # Only an unbounded replay is refused up front: one bounded by a horizon or a decision
+        # count (a snapshot replayed for one decision) ends anyway and may be exactly that.
+        unbounded = horizon is None and self.max_decisions is None
+        too_large = self._exceeding_pool(reqs) if bs is not None and unbounded else []
+        if too_large:
+            findings.extend(too_large[: self.max_findings])
+            stop = "kv_capacity"
+            n = finished  # nothing runs: a request that can never fit would cycle forever
+        # A livelock detector: iterations in a row that completed work but no semantic service
+        # (only rows rebuilt after preemption). Real progress always completes a semantic row or
+        # an output; outstanding rebuild work is bounded by the rows of the whole workload.
+        stall_limit = 2 * sum(r.p + self.realized[r.idx] for r in reqs) + 1000
+        stalled = 0
 
         while finished < n:
             while ptr < n_pending and order[ptr].arrival <= now:
@@ -414,7 +427,7 @@ class Engine:
                 if self.preemption is not None:  # exact preservation: frontiers kept off-device
                     self.preemption.swap_out(victim)
                 else:
-                    rebuild_to[victim.idx] = max(rebuild_to[victim.idx], victim.c)
+                    victim.floor = max(victim.floor, victim.c)
                     victim.c = 0
                 if free is not None:
                     free += victim.blocks
@@ -489,6 +502,7 @@ class Engine:
             )
             terminal: list[tuple[ReqState, str]] = []
             n_tokens = 0
+            progressed = False
             for item in plan.items:
                 r = item.req
                 e0 = r.e
@@ -503,7 +517,7 @@ class Engine:
                 n_tokens += width
                 st.scheduled_tokens += width
                 st.served_iterations += 1
-                rb = rebuild_to[r.idx]
+                rb = r.floor
                 if rb > item.start:
                     st.recompute_tokens += min(item.end, rb) - item.start
                 r.c = item.end
@@ -513,9 +527,11 @@ class Engine:
                     r.blocks = held
                 r.last_served = iteration
                 r.snapshot += 1
+                if item.end > (r.floor if e0 == 0 else r.p + e0 - 1):
+                    progressed = True  # a semantic row: new prompt rows or the next token
                 if r.client is not None:  # semantic service only: rebuild rows are overhead
                     service[r.client] = service.get(r.client, 0) + semantic_rows(
-                        r.p, e0, item.start, item.end
+                        r.p, e0, item.start, item.end, r.floor if e0 == 0 else 0
                     )
                 if item.end == r.p + e0:
                     r.e = e0 + 1
@@ -579,6 +595,11 @@ class Engine:
             end_times.append(now)
             if self.progress is not None and terminal:
                 self.progress(finished, n)
+            stalled = 0 if progressed else stalled + 1
+            if stalled > stall_limit:
+                findings.append(self._livelock_finding(stalled, iteration, preemptions))
+                stop = "no_progress"
+                break
 
         return ReplayRun(
             workload=self.workload,
@@ -600,6 +621,45 @@ class Engine:
         )
 
     # ------------------------------------------------------------------ helpers
+
+    def _exceeding_pool(self, reqs: Sequence[ReqState]) -> list[EngineFinding]:
+        """Requests whose rows can never fit the KV pool, even alone (they would cycle forever).
+
+        A request emitting n tokens holds p + n - 1 computed rows when it computes its last
+        one; with n its realized output (capped by max_output_tokens) that is the least pool
+        it needs. A real engine refuses such a request or such a pool size up front.
+        """
+        bs = self.budgets.kv_block_size
+        total = self.budgets.kv_total_blocks
+        if bs is None or total is None:
+            return []
+        out = []
+        for r in reqs:
+            n_out = min(self.realized[r.idx], r.max_out)
+            rows = r.p + n_out - 1
+            need = -(-rows // bs)
+            if need > total:
+                out.append(
+                    EngineFinding(
+                        "REPLAY.KV.REQUEST_EXCEEDS_POOL",
+                        f"{r.rid} needs {rows} K/V rows ({r.p} prompt + {n_out} outputs - 1) ="
+                        f" {need} blocks of {bs}, but the pool has {total} blocks: it could"
+                        " never finish, so the replay did not start",
+                        0,
+                        "engine",
+                    )
+                )
+        return out
+
+    def _livelock_finding(self, stalled: int, iteration: int, preemptions: int) -> EngineFinding:
+        return EngineFinding(
+            "REPLAY.NO_PROGRESS",
+            f"policy {self.identity.policy_id}: {stalled} iterations in a row completed only"
+            f" rows rebuilt after preemption and no new service or output ({preemptions}"
+            " preemptions so far): the replay is in a preemption livelock",
+            iteration,
+            "engine",
+        )
 
     @staticmethod
     def _admit(admitted: list[ReqState], waiting: deque[ReqState], running: list[ReqState]) -> None:

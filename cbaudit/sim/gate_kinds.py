@@ -343,7 +343,7 @@ def decide_snapshot(
     decision["tokens_used"] = plan["budget_ledger"]["tokens_used"]
     decision["not_selected"] = [f"{n['request_id']}: {n['reason']}" for n in plan["not_selected"]]
     decision["preempted"] = [
-        q["request_id"] for q in plan.get("queue_intent", []) if q["action"] == "preempt_recompute"
+        q["request_id"] for q in plan.get("queue_intent", []) if q["action"] == "preempt"
     ]
     return decision
 

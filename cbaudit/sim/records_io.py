@@ -37,6 +37,9 @@ def view_json(r: ReqState) -> dict[str, Any]:
         out["readiness_reason"] = r.readiness_reason or UNSTATED_REASON
     if r.client is not None:
         out["client"] = r.client
+    floor = r.rebuild_floor
+    if floor is not None:
+        out["rebuild_floor"] = floor
     return out
 
 
@@ -79,7 +82,7 @@ def plan_json(
         {"request_id": r.rid, "request_generation": r.gen, "action": "admit"} for r in plan.admitted
     ]
     intents += [
-        {"request_id": r.rid, "request_generation": r.gen, "action": "preempt_recompute"}
+        {"request_id": r.rid, "request_generation": r.gen, "action": "preempt"}
         for r in plan.preempted
     ]
     out: dict[str, Any] = {
@@ -140,7 +143,7 @@ def result_json(
             outputs.append({"request_id": r.rid, "request_generation": r.gen, "output_index": r.e})
         if r.client is not None:  # semantic service: rows that only rebuild K/V are not debited
             debits[r.client] = debits.get(r.client, 0) + semantic_rows(
-                r.p, e0, item.start, item.end
+                r.p, e0, item.start, item.end, r.floor if e0 == 0 else 0
             )
     return {
         "schema_version": 1,

@@ -123,7 +123,7 @@ def test_incident_observer_counts_rows_below_the_high_frontier() -> None:
         }
 
     obs.write("result", {"items": [item(0, 6, 0)]})
-    obs.write("plan", {"queue_intent": [{"request_id": "r", "action": "preempt_recompute"}]})
+    obs.write("plan", {"queue_intent": [{"request_id": "r", "action": "preempt"}]})
     obs.write("result", {"items": [item(0, 7, 0)]})
     report = incident_report(obs, window=1)
     assert (report["num_preemptions"], report["recomputed_tokens"]) == (1, 6)

@@ -167,3 +167,126 @@ def test_key_function_ranks_an_unlisted_rebuild_like_prefill() -> None:
     assert [three(r, ph)[0] for ph in (RECOMPUTE_CHUNK, DECODE_ROW, PREFILL_CHUNK)] == [0, 1, 2]
     generic = key_function(("phase_rank", "request_id"), (DECODE_ROW, PREFILL_CHUNK))
     assert generic(r, RECOMPUTE_CHUNK) == (1, "q0")
+
+
+class _Published:
+    """Debits, rebuild floors and e = 0 recompute preemptions as the replay published them."""
+
+    def __init__(self) -> None:
+        self.debits: dict[str, int] = {}
+        self.views: dict[str, Any] = {}
+        self.floors: list[int] = []
+        self.e0_preemptions = 0
+
+    def write(self, kind: str, data: Any) -> None:
+        if kind == "state":
+            self.views = {v["request_id"]: v for v in data["requests"]}
+            self.floors += [v["rebuild_floor"] for v in data["requests"] if "rebuild_floor" in v]
+        elif kind == "plan":
+            for q in data.get("queue_intent", []):
+                if q["action"] == "preempt":
+                    self.e0_preemptions += self.views[q["request_id"]]["emitted_tokens"] == 0
+        elif kind == "result":
+            for d in data["service_debits"]:
+                self.debits[d["client"]] = self.debits.get(d["client"], 0) + d["tokens"]
+
+
+def _prefill_pressure(prompt: int = 12, blocks: int = 5) -> Any:
+    """Three 12-token prompts in 4-token chunks over a 5-block pool: preempted mid-prefill."""
+    reqs = [
+        {
+            "request_id": f"q{i}",
+            "arrival": i,
+            "prompt_tokens": prompt,
+            "max_output_tokens": 4,
+            "client": "ab"[i % 2],
+        }
+        for i in range(3)
+    ]
+    budgets = {"token_budget": 4, "sequence_budget": 3, "kv_block_size": 4}
+    budgets["kv_total_blocks"] = blocks
+    return manifest(reqs, budgets, {f"q{i}": 3 for i in range(3)})
+
+
+def test_reprefill_before_the_first_token_is_not_debited_again() -> None:
+    """A request preempted mid-prefill publishes a rebuild_floor; its re-prefill is overhead.
+
+    Each request is debited p + n - 1 rows in all, exactly as if it had never been preempted,
+    and the record validator (cross_check) agrees with the live contract on every iteration.
+    """
+    sink = _Published()
+    run = Engine(
+        _prefill_pressure(),
+        POLICIES.create("vllm-v1", {}),
+        UnitCostModel(),
+        validation=Validation.CONTRACT,
+        trace=sink,
+        cross_check=True,
+    ).run()
+    assert run.findings == [] and run.stop_reason == "completed"
+    assert sink.e0_preemptions > 0 and sink.floors
+    assert sink.debits == {"a": 2 * (12 + 3 - 1), "b": 12 + 3 - 1}
+    rows = sum(s.scheduled_tokens for s in run.stats)
+    overhead = sum(s.recompute_tokens for s in run.stats)
+    assert overhead > 0 and sum(sink.debits.values()) == rows - overhead
+
+
+def test_a_request_larger_than_the_pool_stops_before_it_starts() -> None:
+    """16 prompt rows + 3 outputs need 5 blocks of 4; a 4-block pool could only ever thrash."""
+    run = Engine(
+        _prefill_pressure(prompt=16, blocks=4), POLICIES.create("vllm-v1", {}), UnitCostModel()
+    ).run()
+    assert run.stop_reason == "kv_capacity" and run.iterations == 0
+    assert {f.code for f in run.findings} == {"REPLAY.KV.REQUEST_EXCEEDS_POOL"}
+    assert len(run.findings) == 3 and "needs 18 K/V rows" in run.findings[0].message
+
+
+class _Thrash:
+    """Preempts whatever runs and starts the waiting head with one row: nothing ever finishes."""
+
+    policy_id = "thrash"
+    policy_version = "1"
+    tie_break_key = ("arrival_order", "request_id", "request_generation")
+    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+
+    def choose(self, view: StateView, plan: PlanBuilder) -> None:
+        for r in list(view.running):
+            plan.preempt(r)
+        if view.waiting:
+            plan.select(next(iter(view.waiting)), 1, admit=True)
+
+
+@pytest.mark.parametrize("validation", [Validation.OFF, Validation.CONTRACT])
+def test_a_preemption_livelock_stops_with_no_progress(validation: Validation) -> None:
+    """Only rebuild rows, iteration after iteration: REPLAY.NO_PROGRESS instead of a hang."""
+    wl = manifest(
+        [
+            {"request_id": f"q{i}", "arrival": 0, "prompt_tokens": 4, "max_output_tokens": 2}
+            for i in (0, 1)
+        ],
+        {"token_budget": 8, "sequence_budget": 2},
+        {"q0": 2, "q1": 2},
+    )
+    run = Engine(wl, _Thrash(), UnitCostModel(), validation=validation).run()
+    assert run.stop_reason == "no_progress"
+    assert [f.code for f in run.findings] == ["REPLAY.NO_PROGRESS"]
+    assert "livelock" in run.findings[0].message
+    assert run.iterations < 2000
+
+
+def test_a_preempting_replay_trace_validates_record_by_record(tmp_path: Any, cli: Any) -> None:
+    """`replay --trace-out` with recompute preemptions (and rebuild floors) is a valid trace.
+
+    The engine once wrote the queue intent as `preempt_recompute`, which the plan schema does
+    not know, so every preempting plan of a written trace was unusable.
+    """
+    import json
+
+    wl = tmp_path / "wl.json"
+    wl.write_text(json.dumps(_prefill_pressure().to_manifest(include_hidden=True)))
+    trace = tmp_path / "t.jsonl"
+    assert cli("replay", wl, "--policy", "vllm-v1", "--trace-out", trace).code == 0
+    text = trace.read_text(encoding="utf-8")
+    assert '"action":"preempt"' in text and '"rebuild_floor"' in text
+    r = cli("validate-plan", "--trace", trace)
+    assert r.code == 0, r.out
