@@ -465,12 +465,18 @@ class Engine:
                         iteration += gap
                     now = nxt
                     continue
+                pool = (
+                    f"; K/V pool: {free} of {self.budgets.kv_total_blocks} blocks free"
+                    " (a policy that never preempts can fill it with partly served requests)"
+                    if free is not None
+                    else ""
+                )
                 findings.append(
                     EngineFinding(
                         "REPLAY.NO_PROGRESS",
                         f"policy {self.identity.policy_id} selected nothing with"
                         f" {len(running)} running and {len(waiting)} waiting requests and no"
-                        " arrival pending: the replay cannot advance",
+                        f" arrival pending: the replay cannot advance{pool}",
                         iteration + 1,
                         "engine",
                     )
