@@ -140,6 +140,8 @@ def pin_create(
     reader: SourceReader
     if git_dir is not None:
         reader, commit = _git_reader(git_dir, rev or "HEAD", commit)
+        if tag is not None:
+            tag_object = _git_tag(reader, git_dir, tag, commit, tag_object)
     else:
         reader = open_source(source or Path())
     made = create_manifest(
@@ -189,6 +191,36 @@ def _git_reader(git_dir: Path, rev: str, commit: str | None) -> tuple[GitSource,
     if commit is not None and commit != resolved:
         raise UsageError(f"--commit {commit} is not the commit --rev {rev} names ({resolved})")
     return repo.at(resolved), resolved
+
+
+def _git_tag(
+    repo: GitSource, git_dir: Path, tag: str, commit: str, given: str | None
+) -> str | None:
+    """Check that --tag names the pinned commit; the annotated tag object id, if any.
+
+    The same rules `verify-pin --git-dir` applies afterwards, applied while creating: a tag
+    missing from the repository, naming another commit, or whose object differs from
+    --tag-object is an error (exit 2); an annotated tag's object id is recorded unless given.
+    """
+    ref = f"refs/tags/{tag}"
+    target = repo.rev(ref)
+    if target is None:
+        raise InputError.at("PIN.GIT.TAG_MISSING", f"--tag {tag} is not in {git_dir}", str(git_dir))
+    tag_commit = repo.rev(f"{ref}^{{commit}}")
+    if tag_commit != commit:
+        raise InputError.at(
+            "PIN.GIT.TAG_MISMATCH",
+            f"--tag {tag} points to commit {tag_commit}, but the pinned commit is {commit}",
+            str(git_dir),
+        )
+    annotated = target if target != tag_commit else None
+    if given is not None and given != target:
+        raise InputError.at(
+            "PIN.GIT.TAG_OBJECT_MISMATCH",
+            f"--tag {tag} is object {target}, not --tag-object {given}",
+            str(git_dir),
+        )
+    return given if given is not None else annotated
 
 
 def register(app: typer.Typer) -> None:

@@ -100,3 +100,39 @@ def test_commit_disagreeing_with_rev(cli, repo) -> None:
     assert cli("pin", "create", "--git-dir", root, "--commit", commit, *_PIN).code == 0
     r = cli("pin", "create", "--git-dir", root, "--commit", "1" * 40, *_PIN)
     assert r.code == 2 and commit in r.err
+
+
+def test_tag_is_checked_and_its_object_recorded(cli, tmp_path: Path, repo) -> None:
+    """--tag must name the pinned commit; an annotated tag's object id is recorded."""
+    root, commit = repo
+    git(root, "tag", "-a", "v1.0", "-m", "release")
+    git(root, "tag", "light", commit)
+    r = cli("pin", "create", "--git-dir", root, "--tag", "v1.0", *_PIN)
+    assert r.code == 0, r.err
+    pin = yaml.safe_load(r.out)
+    assert pin["tag"] == "v1.0" and pin["commit"] == commit
+    assert pin["tag_object"] == git(root, "rev-parse", "refs/tags/v1.0")
+    assert (
+        yaml.safe_load(cli("pin", "create", "--git-dir", root, "--tag", "light", *_PIN).out)[
+            "tag_object"
+        ]
+        is None
+    )
+    out = tmp_path / "pin.yaml"
+    assert cli("pin", "create", "--git-dir", root, "--tag", "v1.0", *_PIN, "-o", out).code == 0
+    assert cli("verify-pin", out, "--git-dir", root).code == 0
+
+
+def test_tag_errors_have_their_codes(cli, repo) -> None:
+    """A missing tag, one naming another commit, or a wrong --tag-object is exit 2."""
+    root, _ = repo
+    r = cli("pin", "create", "--git-dir", root, "--tag", "v9", *_PIN)
+    assert r.code == 2 and "PIN.GIT.TAG_MISSING" in r.err
+    (root / "later.txt").write_text("x")
+    git(root, "add", "later.txt")
+    git(root, "commit", "-q", "-m", "later")
+    git(root, "tag", "-a", "v2", "-m", "later release")
+    r = cli("pin", "create", "--git-dir", root, "--rev", "HEAD~1", "--tag", "v2", *_PIN)
+    assert r.code == 2 and "PIN.GIT.TAG_MISMATCH" in r.err
+    r = cli("pin", "create", "--git-dir", root, "--tag", "v2", "--tag-object", "2" * 40, *_PIN)
+    assert r.code == 2 and "PIN.GIT.TAG_OBJECT_MISMATCH" in r.err
