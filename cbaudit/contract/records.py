@@ -39,6 +39,14 @@ class Phase(StrEnum):
 
 
 _PHASE_OF = {p.value: p for p in Phase}
+#: The tie-break a workload gets when it declares none (article 0x01A's reproducible order).
+DEFAULT_TIE_BREAK_KEY = (
+    "phase_rank",
+    "priority_rank",
+    "arrival_order",
+    "request_id",
+    "request_generation",
+)
 # module constants: reading an Enum member off its class costs an attribute lookup per use
 _PREFILL = Phase.PREFILL_CHUNK
 _DECODE = Phase.DECODE_ROW
@@ -114,8 +122,8 @@ def _put(out: dict[str, Any], key: str, value: Any) -> None:
 class TieBreak:
     """The declared deterministic order: key fields and the phase order giving phase_rank."""
 
-    key: tuple[str, ...]
-    phase_order: tuple[Phase, ...]
+    key: tuple[str, ...] = DEFAULT_TIE_BREAK_KEY
+    phase_order: tuple[Phase, ...] = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TieBreak:
@@ -134,7 +142,7 @@ class PolicyIdentity:
 
     policy_id: str
     policy_version: str
-    tie_break: TieBreak
+    tie_break: TieBreak = TieBreak()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PolicyIdentity:
@@ -161,6 +169,11 @@ class Budgets:
     kv_block_size: int | None = None
     kv_total_blocks: int | None = None
     long_prefill_token_threshold: int | None = None
+
+    @property
+    def paged(self) -> bool:
+        """True when a KV block pool is declared."""
+        return self.kv_block_size is not None and self.kv_total_blocks is not None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Budgets:

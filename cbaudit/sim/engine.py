@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from cbaudit.contract.issues import Issue
 from cbaudit.contract.live import LiveContract
-from cbaudit.contract.records import Queue, WorkloadManifest, semantic_rows
+from cbaudit.contract.records import Phase, Queue, WorkloadManifest, semantic_rows
 from cbaudit.model import InputError
 from cbaudit.policies.base import (
     DECODE_ROW,
@@ -161,7 +161,7 @@ def identity_of(policy: Policy) -> PolicyIdentity:
     return PolicyIdentity(
         policy.policy_id,
         policy.policy_version,
-        TieBreak(tuple(policy.tie_break_key), tuple(policy.phase_order)),
+        TieBreak(tuple(policy.tie_break_key), tuple(Phase(p) for p in policy.phase_order)),
     )
 
 
@@ -391,7 +391,7 @@ class Engine:
                         version,
                         self.identity.policy_id,
                         self.identity.policy_version,
-                        self.workload.budgets.to_dict(),
+                        self.workload.budgets.to_json(),
                     )
                     if trace is not None:
                         trace.write("state", state_rec)

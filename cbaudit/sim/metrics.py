@@ -182,7 +182,7 @@ def summarize(
     horizon = run.iterations
     end_ms = ms(run.end_time)
     result: dict[str, Any] = {
-        "policy": run.identity.to_dict(),
+        "policy": run.identity.to_json(),
         "workload_id": run.workload.workload_id,
         "clock_unit": clock.unit.value,
         "stop_reason": run.stop_reason,

@@ -278,7 +278,7 @@ def coordinates(
         "id": identity.policy_id,
         "version": identity.policy_version,
         "options": dict(options.policy_options),
-        "tie_break": identity.tie_break.to_dict(),
+        "tie_break": identity.tie_break.to_json(),
     }
     return {
         "model": model,
@@ -296,7 +296,7 @@ def coordinates(
         "evidence_class": evidence.value,
         "run": {
             "policy": canon(policy),
-            "budgets": canon(workload.budgets.to_dict()),
+            "budgets": canon(workload.budgets.to_json()),
             "cost_model": canon(
                 {k: v for k, v in cost_desc.items() if k not in ("model", "hardware")}
             ),

@@ -16,18 +16,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from cbaudit.contract.records import DEFAULT_TIE_BREAK_KEY, Budgets, Phase, PolicyIdentity, TieBreak
 from cbaudit.io.loader import Document, load_document
 from cbaudit.model import Finding, InputError, Location
 
 WORKLOAD_SCHEMA = "workload-manifest"
-DEFAULT_TIE_BREAK_KEY = (
-    "phase_rank",
-    "priority_rank",
-    "arrival_order",
-    "request_id",
-    "request_generation",
-)
-DEFAULT_PHASE_ORDER = ("DECODE_ROW", "PREFILL_CHUNK")
+DEFAULT_PHASE_ORDER = tuple(p.value for p in TieBreak().phase_order)
+__all__ = ["DEFAULT_TIE_BREAK_KEY", "Budgets", "PolicyIdentity", "TieBreak"]  # the contract's
 
 
 class ClockUnit(StrEnum):
@@ -47,54 +42,6 @@ class Clock:
         if self.unit is ClockUnit.MS:
             return value
         return None if self.tick_ms is None else value * self.tick_ms
-
-
-@dataclass(frozen=True, slots=True)
-class TieBreak:
-    key: tuple[str, ...] = DEFAULT_TIE_BREAK_KEY
-    phase_order: tuple[str, ...] = DEFAULT_PHASE_ORDER
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"key": list(self.key), "phase_order": list(self.phase_order)}
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyIdentity:
-    policy_id: str
-    policy_version: str
-    tie_break: TieBreak = TieBreak()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "policy_id": self.policy_id,
-            "policy_version": self.policy_version,
-            "tie_break": self.tie_break.to_dict(),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Budgets:
-    token_budget: int
-    sequence_budget: int
-    kv_block_size: int | None = None
-    kv_total_blocks: int | None = None
-    long_prefill_token_threshold: int | None = None
-
-    @property
-    def paged(self) -> bool:
-        """True when a KV block pool is declared."""
-        return self.kv_block_size is not None and self.kv_total_blocks is not None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "token_budget": self.token_budget,
-            "sequence_budget": self.sequence_budget,
-        }
-        for name in ("kv_block_size", "kv_total_blocks", "long_prefill_token_threshold"):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = value
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +84,7 @@ class Workload:
 
     def with_budgets(self, overrides: Mapping[str, Any]) -> Workload:
         """A copy with some budget fields replaced (validated like the manifest's)."""
-        data = {**self.budgets.to_dict(), **dict(overrides)}
+        data = {**self.budgets.to_json(), **dict(overrides)}
         return replace(self, budgets=_budgets(data, self.source, "/budgets"))
 
     def with_policy(self, identity: PolicyIdentity) -> Workload:
@@ -168,8 +115,8 @@ class Workload:
             "schema_version": self.schema_version,
             "workload_id": self.workload_id,
             "clock": clock,
-            "policy": self.policy.to_dict(),
-            "budgets": self.budgets.to_dict(),
+            "policy": self.policy.to_json(),
+            "budgets": self.budgets.to_json(),
             "requests": reqs,
         }
         if include_hidden and self.hidden_realized is not None:
@@ -274,12 +221,20 @@ def _policy(data: Any, source: str, pointer: str) -> PolicyIdentity:
     tb = _map(tb, source, f"{pointer}/tie_break")
     key = tuple(tb.get("key", DEFAULT_TIE_BREAK_KEY))
     order = tuple(tb.get("phase_order", DEFAULT_PHASE_ORDER))
+    phases = []
+    for i, o in enumerate(order):
+        if o not in DEFAULT_PHASE_ORDER and o != Phase.RECOMPUTE_CHUNK.value:
+            raise _err(
+                "WORKLOAD.FIELD.RANGE",
+                f"{o!r} is not a phase ({', '.join(p.value for p in Phase)})",
+                source,
+                f"{pointer}/tie_break/phase_order/{i}",
+            )
+        phases.append(Phase(o))
     return PolicyIdentity(
         policy_id=_str(p.get("policy_id"), source, f"{pointer}/policy_id"),
         policy_version=_str(p.get("policy_version"), source, f"{pointer}/policy_version"),
-        tie_break=TieBreak(
-            key=tuple(str(k) for k in key), phase_order=tuple(str(o) for o in order)
-        ),
+        tie_break=TieBreak(key=tuple(str(k) for k in key), phase_order=tuple(phases)),
     )
 
 

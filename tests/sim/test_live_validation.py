@@ -265,7 +265,7 @@ def _live_and_record_results(mutate: str) -> tuple[list[Issue], list[Issue]]:
     builder.select(reqs[0], 3, admit=True)
     plan = builder.build()
     state_rec = state_json(wl.workload_id, 1, 0.0, reqs, {})
-    plan_rec = plan_json(plan, 1, "sarathi-serve", "x", wl.budgets.to_dict())
+    plan_rec = plan_json(plan, 1, "sarathi-serve", "x", wl.budgets.to_json())
     assert live.check_plan(plan, 1, [], reqs) == []
     done = [(plan.items[0], reqs[0].e, reqs[0].c)]
     reqs[0].c = 3

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 
 def test_replay_a_splitwise_csv(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     """A Splitwise-format CSV replays directly; every request finishes, exit 0."""
@@ -102,3 +104,34 @@ def test_replay_window_and_slo_window_must_be_positive(tmp_path: Path, cli) -> N
     assert cli("replay", trace, "--policy", "orca", "--window", "0").code == 2
     r = cli("replay", trace, "--policy", "orca", "--slo-window-ms", "-1")
     assert r.code == 2 and "--slo-window-ms" in r.err
+
+
+def test_workload_policy_uses_the_contract_records() -> None:
+    """The replay's workload carries the contract's own PolicyIdentity/TieBreak/Budgets."""
+    from cbaudit.contract import records
+    from cbaudit.model import InputError
+    from cbaudit.sim.workload import workload_from_data
+
+    data = {
+        "workload_id": "w",
+        "clock": {"unit": "tick"},
+        "budgets": {"token_budget": 4, "sequence_budget": 2},
+        "policy": {
+            "policy_id": "p",
+            "policy_version": "1",
+            "tie_break": {"key": ["arrival_order"], "phase_order": ["PREFILL_CHUNK", "DECODE_ROW"]},
+        },
+        "requests": [{"request_id": "a", "arrival": 0, "prompt_tokens": 3, "max_output_tokens": 2}],
+    }
+    wl = workload_from_data(data)
+    assert isinstance(wl.policy, records.PolicyIdentity) and isinstance(wl.budgets, records.Budgets)
+    assert wl.policy.tie_break.phase_order == (
+        records.Phase.PREFILL_CHUNK,
+        records.Phase.DECODE_ROW,
+    )
+    data["policy"]["tie_break"]["phase_order"] = ["DECODE", "PREFILL_CHUNK"]  # type: ignore[index]
+    with pytest.raises(InputError) as caught:
+        workload_from_data(data)
+    f = caught.value.findings[0]
+    assert f.code == "WORKLOAD.FIELD.RANGE"
+    assert f.location.pointer == "/policy/tie_break/phase_order/0"
