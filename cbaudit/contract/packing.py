@@ -355,7 +355,7 @@ def _check_rows(packed: PackedIteration, sink: _Sink) -> None:
     for i, seg in enumerate(packed.segments):
         lo, hi = offs[i], offs[i + 1]
         local = list(packed.request_local_position[lo:hi])
-        if local != list(range(seg.start, seg.end)):
+        if len(local) != seg.end - seg.start or local != list(range(seg.start, seg.end)):
             sink.add(
                 "PACK.POSITION.MISMATCH",
                 f"{seg.key}: rows [{lo},{hi}) carry positions {local}, "
@@ -380,9 +380,23 @@ def _check_rows(packed: PackedIteration, sink: _Sink) -> None:
             _check_visibility(r, seg.key, packed, sink)
 
 
+def _tiles_prefix(spans: list[tuple[int, int]], length: int) -> bool:
+    """Whether the half-open spans cover [0, length) exactly once: no gap, no overlap.
+
+    Interval arithmetic, linear in the number of spans: positions are never enumerated, so a
+    long context (or a hostile span) costs nothing extra.
+    """
+    at = 0
+    for start, stop in sorted(spans):
+        if start != at:
+            return False
+        at = stop
+    return at == length
+
+
 def _check_visibility(r: int, own: str, packed: PackedIteration, sink: _Sink) -> None:
     pos = packed.request_local_position[r]
-    covered: list[int] = []
+    covered: list[tuple[int, int]] = []  # own spans clipped to the causal prefix, non-empty
     for j, span in enumerate(packed.visible_keys_by_row[r]):
         ptr = f"/visible_keys_by_row/{r}/{j}"
         if span.request_key != own:
@@ -399,8 +413,10 @@ def _check_visibility(r: int, own: str, packed: PackedIteration, sink: _Sink) ->
                 f"row {r} ({own} at position {pos}) may attend up to position {span.end - 1}",
                 ptr,
             )
-        covered.extend(range(span.start, min(span.end, pos + 1)))
-    if sorted(covered) != list(range(pos + 1)):
+        stop = min(span.end, pos + 1)
+        if span.start < stop:
+            covered.append((span.start, stop))
+    if not _tiles_prefix(covered, pos + 1):
         sink.add(
             "PACK.VISIBILITY.MISSING",
             f"row {r} ({own} at position {pos}) does not see exactly its causal prefix "

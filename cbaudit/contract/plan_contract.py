@@ -179,7 +179,7 @@ def check_plan(
         if rid in selected_ids:
             out.append(duplicate_issue(i, rid))
         selected_ids.add(rid)
-        if w.positions != tuple(range(w.start, w.end)):
+        if not _positions_are(w.positions, w.start, w.end):
             out.append(
                 Issue(
                     "PLAN.POSITIONS.FORGED",
@@ -278,6 +278,17 @@ def forged_key_issue(index: int, rid: str, recorded: TieBreakKey, key: TieBreakK
         f"/selected/{index}/tie_break_key",
         f"{rid}: recorded key {_fmt(recorded)}, the declared policy gives {_fmt(key)}",
     )
+
+
+def _positions_are(positions: tuple[int, ...], start: int, end: int) -> bool:
+    """Whether `positions` is exactly range(start, end), in time linear in the input.
+
+    Never materialises the range: an interval such as [0, 10**15) in a hostile plan must be
+    a finding, not a memory error.
+    """
+    if len(positions) != max(end - start, 0):
+        return False
+    return all(p == start + j for j, p in enumerate(positions))
 
 
 def work_item_issues(

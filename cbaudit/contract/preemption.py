@@ -317,6 +317,18 @@ class Derivation:
     issues: tuple[Issue, ...]  # contract violations found while deriving
 
 
+def _missing_layers(required: int, ready: Mapping[Any, Any], show: int = 16) -> list[int]:
+    """The first `show` layers below `required` that are not ready, in time linear in the
+    input (a hostile `required_layers` may be enormous; it is never enumerated in full)."""
+    out: list[int] = []
+    n = 0
+    while n < required and len(out) < show:
+        if n not in ready:
+            out.append(n)
+        n += 1
+    return out
+
+
 def _issue(code: str, pointer: str, message: str) -> Issue:
     if code not in CODES:  # a programming error, caught by the tests
         raise KeyError(code)
@@ -448,7 +460,7 @@ def derive_resume(
             matched.append(promo)
     if snapshot.required_layers:
         layers = {rc.layer: rc for rc in current.get("layer", ()) if rc.status is Status.READY}
-        missing = [n for n in range(snapshot.required_layers) if n not in layers]
+        missing = _missing_layers(snapshot.required_layers, layers)
         if missing:
             waiting.append(f"layers {missing} not READY")
         matched.extend(layers[n] for n in sorted(k for k in layers if k is not None))

@@ -206,3 +206,24 @@ def test_rebuild_after_recompute_packs_cleanly() -> None:
     packed = derive_packed_iteration(plan, state)
     assert is_valid(packed.to_json(), "packed-iteration")
     assert validate_packed_iteration(packed, plan=plan) == []
+
+
+HUGE = 10**15
+
+
+@pytest.mark.parametrize(
+    ("label", "edit", "code"),
+    [
+        ("huge position", _set("/request_local_position/1", HUGE), "PACK.POSITION.MISMATCH"),
+        ("huge span", _set("/visible_keys_by_row/1/0/end", HUGE), "PACK.VISIBILITY.FUTURE"),
+    ],
+)
+def test_hostile_sizes_are_findings_not_memory_errors(
+    derived: PackedIteration, label: str, edit: Edit, code: str
+) -> None:
+    """Positions and spans near 10**15 are judged by arithmetic, never enumerated."""
+    _, plan = _records()
+    data = derived.to_json()
+    edit(data)
+    findings = validate_packed_iteration(PackedIteration.from_json(data), plan=plan)
+    assert code in {f.code for f in findings}, label
