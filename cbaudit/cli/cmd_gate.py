@@ -28,6 +28,13 @@ def gate(
         False, "--update", help="Rewrite expected outputs that no longer match (atomically)."
     ),
     select: str = typer.Option(None, "--select", "-k", help="Only checks whose id contains TEXT."),
+    check_timeout: float = typer.Option(
+        600.0,
+        "--check-timeout",
+        min=0.001,
+        help="Seconds one check may run before it is stopped (GATE.CHECK.TIMEOUT); a check's"
+        " own timeout_s wins.",
+    ),
     markdown: Path = typer.Option(None, "--markdown", help="Also write a Markdown report."),
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML report."),
     junit: Path = typer.Option(None, "--junit", help="Also write JUnit XML."),
@@ -41,7 +48,7 @@ def gate(
     from cbaudit.gate.runner import run_gate
     from cbaudit.report import REPORTERS
 
-    report = run_gate(dirs, jobs=jobs, update=update, select=select)
+    report = run_gate(dirs, jobs=jobs, update=update, select=select, check_timeout=check_timeout)
     for path, name in ((markdown, "markdown"), (html, "html"), (junit, "junit"), (sarif, "sarif")):
         if path is not None:
             atomic_write(path, REPORTERS[name](report, 1, False))

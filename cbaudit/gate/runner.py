@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
 import shutil
-from collections.abc import Iterable
+import signal
+import threading
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -88,7 +91,42 @@ def _label(spec: CheckSpec, result: CheckResult, many: bool) -> str:
     return base
 
 
-def run_check(spec: CheckSpec, update: bool = False) -> list[CheckResult]:
+#: How long one check may run before it is stopped as GATE.CHECK.TIMEOUT (per-check
+#: `timeout_s`, or `cbaudit gate --check-timeout`, override it).
+DEFAULT_CHECK_TIMEOUT_S = 600.0
+
+
+class CheckTimeout(Exception):
+    """Raised inside a check that ran past its deadline."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float | None) -> Iterator[None]:
+    """Raise CheckTimeout in this thread after `seconds` (SIGALRM; a no-op where signals are
+    unavailable: not the main thread, or no setitimer on this platform)."""
+    if (
+        seconds is None
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+
+    def expire(_signum: int, _frame: object) -> None:
+        raise CheckTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_check(
+    spec: CheckSpec, update: bool = False, timeout_s: float | None = DEFAULT_CHECK_TIMEOUT_S
+) -> list[CheckResult]:
     """Run one declared check; never raises for bad input (it becomes an ERROR result)."""
     ctx = GateContext(
         base_dir=spec.base_dir,
@@ -122,7 +160,26 @@ def run_check(spec: CheckSpec, update: bool = False) -> list[CheckResult]:
                 )
             )
         binding_findings = _check_bindings(spec, ctx)
-        results = func(spec.spec, ctx)
+        limit = spec.spec.get("timeout_s", timeout_s)
+        kind_spec = {k: v for k, v in spec.spec.items() if k != "timeout_s"}
+        with _deadline(limit):
+            results = func(kind_spec, ctx)
+    except CheckTimeout:
+        return [
+            CheckResult(
+                check=spec.kind,
+                subject=f"{spec.bundle}:{spec.check_id}",
+                findings=(
+                    Finding(
+                        "GATE.CHECK.TIMEOUT",
+                        f"the check did not finish within {limit} s and was stopped (raise its"
+                        " `timeout_s`, or `cbaudit gate --check-timeout`, if it needs longer)",
+                        location=ctx.location(),
+                    ),
+                ),
+                status=CheckStatus.ERROR,
+            )
+        ]
     except InputError as err:
         return [
             CheckResult(
@@ -178,8 +235,8 @@ def run_check(spec: CheckSpec, update: bool = False) -> list[CheckResult]:
     return out
 
 
-def _run_batch(specs: list[CheckSpec]) -> list[list[CheckResult]]:
-    return [run_check(s) for s in specs]
+def _run_batch(specs: list[CheckSpec], timeout_s: float | None) -> list[list[CheckResult]]:
+    return [run_check(s, timeout_s=timeout_s) for s in specs]
 
 
 # Kinds that take seconds rather than milliseconds: each gets a worker of its own, first.
@@ -188,7 +245,9 @@ HEAVY_KINDS = frozenset(
 )
 
 
-def _run_parallel(specs: list[CheckSpec], njobs: int) -> list[list[CheckResult]]:
+def _run_parallel(
+    specs: list[CheckSpec], njobs: int, timeout_s: float | None
+) -> list[list[CheckResult]]:
     """Run checks in processes: heavy kinds one per task (started first), the many
     millisecond checks in batches so process overhead does not dominate."""
     heavy = [i for i, s in enumerate(specs) if s.kind in HEAVY_KINDS]
@@ -198,7 +257,7 @@ def _run_parallel(specs: list[CheckSpec], njobs: int) -> list[list[CheckResult]]
     batches += [light[i : i + size] for i in range(0, len(light), size)]
     out: list[list[CheckResult]] = [[] for _ in specs]
     with ProcessPoolExecutor(max_workers=njobs) as pool:
-        futures = [(b, pool.submit(_run_batch, [specs[i] for i in b])) for b in batches]
+        futures = [(b, pool.submit(_run_batch, [specs[i] for i in b], timeout_s)) for b in batches]
         for batch, future in futures:
             for i, results in zip(batch, future.result(), strict=True):
                 out[i] = results
@@ -215,6 +274,7 @@ def run_gate(
     jobs: int | None = None,
     update: bool = False,
     select: str | None = None,
+    check_timeout: float | None = DEFAULT_CHECK_TIMEOUT_S,
 ) -> Report:
     """Discover bundles under `paths`, run their checks, return one report."""
     roots = list(paths)
@@ -233,9 +293,9 @@ def run_gate(
         specs = chosen
     njobs = default_jobs() if jobs is None else max(1, jobs)
     if update or njobs == 1 or len(specs) < 2:
-        per_check = [run_check(s, update) for s in specs]
+        per_check = [run_check(s, update, check_timeout) for s in specs]
     else:
-        per_check = _run_parallel(specs, njobs)
+        per_check = _run_parallel(specs, njobs, check_timeout)
     results = [r for group in per_check for r in group]
     claims: list[dict[str, Any]] = []
     for spec, group in zip(specs, per_check, strict=True):

@@ -27,3 +27,11 @@ def run_echo(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
 def run_crash(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
     """Always crash."""
     raise RuntimeError("boom")
+
+
+def run_spin(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+    """Busy-loop (as a runaway oracle would) until the gate's deadline stops it."""
+    assert "timeout_s" not in spec  # a gate-level field, never passed to the kind
+    n = 0
+    while True:
+        n += 1

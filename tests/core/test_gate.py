@@ -17,6 +17,7 @@ from cbaudit.model import CheckStatus, ExitCode
 def _test_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(kinds.KINDS, "echo", "_gate_test_kinds:run_echo")
     monkeypatch.setitem(kinds.KINDS, "crash", "_gate_test_kinds:run_crash")
+    monkeypatch.setitem(kinds.KINDS, "spin", "_gate_test_kinds:run_spin")
 
 
 def _bundle(root: Path, checks: str, include: dict[str, str] | None = None) -> Path:
@@ -187,3 +188,25 @@ def test_select_matching_nothing_is_exit_2(tmp_path: Path, cli) -> None:  # type
 def test_jobs_below_one_is_a_usage_error(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     _bundle(tmp_path / "b", "  - {id: one, kind: echo}\n")
     assert cli("gate", tmp_path, "-j", "0").code == 2
+
+
+def test_a_runaway_check_is_stopped_at_its_deadline(tmp_path: Path) -> None:
+    """A check past its timeout is GATE.CHECK.TIMEOUT (exit 2); the others still run."""
+    _bundle(
+        tmp_path / "b",
+        "  - {id: spin, kind: spin, timeout_s: 0.2}\n  - {id: fine, kind: echo}\n",
+    )
+    for jobs in (1, 2):
+        report = run_gate([tmp_path], jobs=jobs)
+        by_subject = {r.subject: r for r in report.results}
+        spun = by_subject["demo:spin"]
+        assert spun.status is CheckStatus.ERROR
+        assert [f.code for f in spun.findings] == ["GATE.CHECK.TIMEOUT"]
+        assert by_subject["demo:fine"].outcome is CheckStatus.PASSED
+        assert report.exit_code is ExitCode.UNUSABLE
+
+
+def test_check_timeout_option_applies_to_every_check(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    _bundle(tmp_path / "b", "  - {id: spin, kind: spin}\n")
+    r = cli("gate", tmp_path, "--check-timeout", "0.2", "-j", "1")
+    assert r.code == 2 and "GATE.CHECK.TIMEOUT" in r.out
