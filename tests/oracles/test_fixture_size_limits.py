@@ -29,6 +29,7 @@ CASES = [
         ("prefix_quota", "hot_arrivals_per_tick"),
     ),
     ("loop8/fairness_starvation.yaml", "fairness-fixture", ("mlfq", "horizon")),
+    ("loop11/paper_sensitivity_fixture.yaml", "sensitivity-fixture", ("controls", "prompt_tokens")),
 ]
 
 
