@@ -11,9 +11,14 @@
 #                       sentinel's CV and drift, the roofline fit and its MAPE on mixed points
 #   runner.log          the runner's progress lines
 #   nvidia-smi.txt      the device as nvidia-smi saw it at the end (when present)
-# Sized to finish in under five minutes on an H200: the runner starts no point after 200 s; at
-# 270 s `timeout` sends SIGTERM, on which the runner finishes the point in hand and still writes
-# a whole results file (the rest marked skipped); 20 s later it is killed outright.
+#   gpu-tests.txt       pytest of the packed step against its float64 reference on this
+#                       device (tests/bench/test_model.py, test_varlen_binding.py: the CUDA
+#                       bf16 varlen/sdpa cases and the installed torch's varlen signature),
+#                       when pytest is importable there
+# Sized to finish in under five minutes on an H200: the runner starts no point after 170 s; at
+# 220 s `timeout` sends SIGTERM, on which the runner finishes the point in hand and still writes
+# a whole results file (the rest marked skipped); 15 s later it is killed outright. The device
+# tests then get at most 45 s.
 #
 # Installing what it needs. The runner needs only python3 and torch with CUDA (PyYAML and
 # jsonschema are optional here: without them the packaged grid is checked by the runner's own
@@ -50,7 +55,7 @@ sys.exit(0 if torch.cuda.is_available() else 1)
 PYEOF
 }
 
-GRID=(--grid quick --budget-s 200)
+GRID=(--grid quick --budget-s 170)
 RESULTS="$OUTDIR/results-quick.json"
 if [ "${CBAUDIT_GPU_CHECK_DRY_RUN:-0}" = "1" ]; then
     echo "gpu_check: DRY RUN on CPU (tiny grid; nothing here is a GPU measurement)"
@@ -71,11 +76,18 @@ fi
 "$PY" -c 'import torch; print("gpu_check: torch", torch.__version__, "cuda", torch.version.cuda)' \
     2>/dev/null
 
-timeout -k 20 270 "$PY" -m cbaudit.bench.runner --output "$RESULTS" "${GRID[@]}" --force 2>&1 | tee "$OUTDIR/runner.log"
+timeout -k 15 220 "$PY" -m cbaudit.bench.runner --output "$RESULTS" "${GRID[@]}" --force 2>&1 | tee "$OUTDIR/runner.log"
 rc=${PIPESTATUS[0]}
 
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi >"$OUTDIR/nvidia-smi.txt" 2>&1 || true
+fi
+if "$PY" -c 'import pytest' 2>/dev/null; then
+    # The CUDA cases are marked gpu and skip without a device; the varlen stand-in tests also
+    # check that this torch's varlen_attn signature is one the runner knows how to call.
+    (cd "$REPO" && timeout -k 5 45 "$PY" -m pytest -rs -p no:cacheprovider \
+        tests/bench/test_model.py tests/bench/test_varlen_binding.py) >"$OUTDIR/gpu-tests.txt" 2>&1
+    echo "gpu_check: device tests: $(tail -n 1 "$OUTDIR/gpu-tests.txt")"
 fi
 if [ -f "$RESULTS" ]; then
     "$PY" -m cbaudit.bench.summary "$RESULTS" | tee "$OUTDIR/summary.txt"

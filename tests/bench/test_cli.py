@@ -203,3 +203,30 @@ def test_sigterm_still_writes_a_whole_results_file(tmp_path: Path) -> None:
     assert stopped and all(p["median_ms"] is None for p in stopped)
     assert any("stopped early by a signal" in n for n in data["manifest"]["notes"])
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_gpu_check_dry_run_writes_its_files(tmp_path: Path) -> None:
+    """The prepared GPU check rehearses on the CPU: results, summary, log and device tests."""
+    import shutil
+
+    pytest.importorskip("torch")
+    if shutil.which("bash") is None:
+        pytest.skip("bash is not available")
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "gpu"
+    env = {**os.environ, "CBAUDIT_GPU_CHECK_DRY_RUN": "1", "PYTHON": sys.executable}
+    proc = subprocess.run(
+        ["bash", str(repo / "benchmarks" / "gpu_check.sh"), str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    names = {p.name for p in out.iterdir()}
+    assert {"results-dry-run-cpu.json", "summary.txt", "runner.log", "gpu-tests.txt"} <= names
+    summary = (out / "summary.txt").read_text(encoding="utf-8")
+    assert "not measured on GPU" in summary and "measured_cpu" in summary
+    tests = (out / "gpu-tests.txt").read_text(encoding="utf-8")
+    assert " passed" in tests and "failed" not in tests
