@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from repo_paths import EVIDENCE
 
 from cbaudit.bench.gate_kinds import run_bench_attached
 from cbaudit.bench.grid import grid_from_bytes, load_grid
 from cbaudit.bench.summary import summarize_results
 from cbaudit.gate.context import GateContext
 from cbaudit.model import CheckStatus, EvidenceClass, InputError
-
-EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
 
 BENCH_EVIDENCE = EVIDENCE / "m5-2-continuous-batching" / "bench"
 

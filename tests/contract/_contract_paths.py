@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from repo_paths import M52
 
-LOOP2 = Path(__file__).resolve().parents[2] / "evidence" / "m5-2-continuous-batching" / "loop2"
+LOOP2 = M52 / "loop2"
 VALID = LOOP2 / "valid.case.json"
 VALID6 = LOOP2 / "valid-iteration-6.case.json"
 TRACE = LOOP2 / "iterations-5-6.trace.jsonl"

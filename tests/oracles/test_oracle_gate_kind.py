@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_paths import loop_checks
+from repo_paths import M52, loop_checks
 
 from cbaudit.gate.context import GateContext
 from cbaudit.gate.manifest import CheckSpec
@@ -19,7 +19,7 @@ from cbaudit.oracles.gate_kinds import run_oracle
 from cbaudit.oracles.registry import ORACLES, build_registry, get_oracle, run_fixture
 from cbaudit.sim import admission, slo_oracle
 
-BUNDLE = Path(__file__).resolve().parents[2] / "evidence/m5-2-continuous-batching"
+BUNDLE = M52
 
 
 SPECS = loop_checks("loop4", "loop6")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from repo_paths import M52
 
 from cbaudit.contract.packing import PackedIteration
 from cbaudit.io.loader import load_text
@@ -16,7 +16,7 @@ from cbaudit.oracles import selective_batching as sb
 from cbaudit.oracles.fixtures import Fixture, load_fixture
 from cbaudit.report.json_report import dumps_canonical
 
-LOOP4 = Path(__file__).resolve().parents[2] / "evidence/m5-2-continuous-batching/loop4"
+LOOP4 = M52 / "loop4"
 FIXTURE = LOOP4 / "selective_batching.yaml"
 
 

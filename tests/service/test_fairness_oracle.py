@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from repo_paths import loop_checks
+from repo_paths import M52, loop_checks
 
 from cbaudit.gate.manifest import CheckSpec
 from cbaudit.gate.runner import run_check
@@ -26,7 +25,7 @@ from cbaudit.sim.fairness import (
 from cbaudit.sim.fairness_fixture import load_fixture
 from cbaudit.sim.fairness_oracle import CODES, Event, evaluate, run_flood
 
-BUNDLE = Path(__file__).resolve().parents[2] / "evidence/m5-2-continuous-batching"
+BUNDLE = M52
 LOOP = BUNDLE / "loop8"
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from repo_paths import M52
 
 from cbaudit.gate.context import GateContext
 from cbaudit.model import InputError
@@ -17,7 +17,7 @@ from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.fairness_replay import replay_fairness, run_fairness_replay
 from cbaudit.sim.workload import load_workload, workload_from_data
 
-BUNDLE = Path(__file__).resolve().parents[2] / "evidence/m5-2-continuous-batching"
+BUNDLE = M52
 LOOP = BUNDLE / "loop8"
 FAIR_POLICIES = (
     "fifo",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
+from repo_paths import M52
 
 from cbaudit.gate.context import GateContext
 from cbaudit.gate.manifest import CheckSpec
@@ -17,7 +17,7 @@ from cbaudit.sim.fairness_replay import FairnessObserver
 from cbaudit.sim.preemption_incident import IncidentObserver, incident_report, run_incident_replay
 from cbaudit.sim.workload import load_workload
 
-BUNDLE = Path(__file__).resolve().parents[2] / "evidence/m5-2-continuous-batching"
+BUNDLE = M52
 LOOP = BUNDLE / "lesson-incident"
 
 

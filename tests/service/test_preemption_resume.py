@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from repo_paths import loop_checks
+from repo_paths import M52, loop_checks
 
 from cbaudit.contract.preemption import (
     CODES,
@@ -35,7 +35,7 @@ from cbaudit.oracles.gate_kinds import run_preemption_resume
 from cbaudit.sim.fairness_fixture import load_fixture
 from cbaudit.sim.preemption_oracle import evaluate
 
-BUNDLE = Path(__file__).resolve().parents[2] / "evidence/m5-2-continuous-batching"
+BUNDLE = M52
 LOOP = BUNDLE / "loop9"
 
 
