@@ -9,7 +9,7 @@ line of the patch file), else at the untouched member of the base file.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,8 +18,7 @@ from cbaudit.io.jsonpatch import PatchError, apply_patch
 from cbaudit.io.loader import Document, load_document
 from cbaudit.io.schemas import validate
 from cbaudit.model import Finding, InputError, Location
-
-Locator = Callable[[str], Location]
+from cbaudit.model.findings import Locator
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ given the plan, its bindings to that plan. Codes are listed in `PACK_CODES`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -35,7 +35,8 @@ from cbaudit.contract.records import (
     Phase,
     SchedulerState,
 )
-from cbaudit.model import Finding, InputError, Location
+from cbaudit.model import Finding, FindingSink, InputError, Location
+from cbaudit.model.findings import Locator
 
 PACKED_SCHEMA = "packed-iteration"
 
@@ -68,8 +69,6 @@ _CATALOG: dict[str, str] = {
 }
 
 PACK_CODES: Mapping[str, str] = MappingProxyType(_CATALOG)
-
-Locator = Callable[[str], Location]
 
 
 def request_key(request_id: str, request_generation: int) -> str:
@@ -271,18 +270,7 @@ def offsets_usable(packed: PackedIteration) -> bool:
     return offs[-1] == n_rows and lengths == {n_rows}
 
 
-class _Sink:
-    def __init__(self, locate: Locator) -> None:
-        self.locate = locate
-        self.findings: list[Finding] = []
-
-    def add(self, code: str, message: str, pointer: str) -> None:
-        if code not in PACK_CODES:  # a programming error, caught by the tests
-            raise KeyError(code)
-        self.findings.append(Finding(code, message, location=self.locate(pointer)))
-
-
-def _check_segments(packed: PackedIteration, sink: _Sink) -> None:
+def _check_segments(packed: PackedIteration, sink: FindingSink) -> None:
     seen: dict[str, int] = {}
     for i, seg in enumerate(packed.segments):
         ptr = f"/segments/{i}"
@@ -311,7 +299,7 @@ def _check_segments(packed: PackedIteration, sink: _Sink) -> None:
             )
 
 
-def _check_offsets(packed: PackedIteration, sink: _Sink) -> None:
+def _check_offsets(packed: PackedIteration, sink: FindingSink) -> None:
     offs = packed.request_offsets
     n = len(packed.segments)
     if len(offs) != n + 1:
@@ -350,7 +338,7 @@ def _check_offsets(packed: PackedIteration, sink: _Sink) -> None:
             )
 
 
-def _check_rows(packed: PackedIteration, sink: _Sink) -> None:
+def _check_rows(packed: PackedIteration, sink: FindingSink) -> None:
     offs = packed.request_offsets
     for i, seg in enumerate(packed.segments):
         lo, hi = offs[i], offs[i + 1]
@@ -394,7 +382,7 @@ def _tiles_prefix(spans: list[tuple[int, int]], length: int) -> bool:
     return at == length
 
 
-def _check_visibility(r: int, own: str, packed: PackedIteration, sink: _Sink) -> None:
+def _check_visibility(r: int, own: str, packed: PackedIteration, sink: FindingSink) -> None:
     pos = packed.request_local_position[r]
     covered: list[tuple[int, int]] = []  # own spans clipped to the causal prefix, non-empty
     for j, span in enumerate(packed.visible_keys_by_row[r]):
@@ -425,7 +413,7 @@ def _check_visibility(r: int, own: str, packed: PackedIteration, sink: _Sink) ->
         )
 
 
-def _check_handles(packed: PackedIteration, sink: _Sink) -> None:
+def _check_handles(packed: PackedIteration, sink: FindingSink) -> None:
     handles = packed.logical_cache_handle
     if len(handles) != len(packed.segments):
         sink.add(
@@ -453,7 +441,7 @@ def _check_handles(packed: PackedIteration, sink: _Sink) -> None:
                 )
 
 
-def _check_plan(packed: PackedIteration, plan: IterationPlan, sink: _Sink) -> None:
+def _check_plan(packed: PackedIteration, plan: IterationPlan, sink: FindingSink) -> None:
     if packed.decision_id != plan.decision_id:
         sink.add(
             "PACK.BINDING.DECISION",
@@ -516,7 +504,7 @@ def validate_packed_iteration(
     Pointers are into the packed record's JSON form; `locate` maps them to locations.
     Row-level checks run only when the offsets can slice the rows safely.
     """
-    sink = _Sink(locate or (lambda ptr: Location(file=file, pointer=ptr)))
+    sink = FindingSink(locate or (lambda ptr: Location(file=file, pointer=ptr)), PACK_CODES)
     _check_segments(packed, sink)
     _check_offsets(packed, sink)
     if offsets_usable(packed):

@@ -8,7 +8,7 @@ contract. `validate_trace` (in `cbaudit.contract.trace`) streams a JSONL trace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,7 @@ from cbaudit.contract.trace import validate_trace
 from cbaudit.io.loader import Document
 from cbaudit.io.schemas import is_valid, validate
 from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, Finding, Location
-
-Locator = Callable[[str], Location]
+from cbaudit.model.findings import Locator
 
 __all__ = [
     "CASE_PREFIXES",

@@ -22,8 +22,8 @@ from typing import Any
 from cbaudit.io.jsonpatch import PatchError, apply_patch
 from cbaudit.io.loader import Document, load_document
 from cbaudit.model import Finding, InputError, Location
+from cbaudit.model.findings import Locator
 
-Locator = Callable[[str], Location]
 PatchValidator = Callable[[Document], Sequence[Finding]]
 
 

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from cbaudit.model import Finding, InputError, Location
-from cbaudit.model.findings import pointer_join
+from cbaudit.model.findings import Locator, pointer_join
 
 SCHEMA_BASE = "https://cbaudit.invalid/schemas/"
 _SUFFIX = ".schema.json"
-
-Locator = Callable[[str], Location]
 
 
 def schema_root() -> Path:

@@ -5,7 +5,9 @@ from cbaudit.model.findings import (
     EvidenceClass,
     ExitCode,
     Finding,
+    FindingSink,
     Location,
+    Locator,
     Severity,
 )
 from cbaudit.model.result import CheckResult, CheckStatus, InputDigest, Report
@@ -17,9 +19,11 @@ __all__ = [
     "EvidenceClass",
     "ExitCode",
     "Finding",
+    "FindingSink",
     "InputDigest",
     "InputError",
     "Location",
+    "Locator",
     "Report",
     "Severity",
     "UsageError",

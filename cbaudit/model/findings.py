@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -100,3 +101,22 @@ def pointer_join(base: str, *parts: str | int) -> str:
         token = str(part).replace("~", "~0").replace("/", "~1")
         out += "/" + token
     return out
+
+
+#: Maps a JSON pointer into a loaded document to a located position (file, line, column).
+Locator = Callable[[str], Location]
+
+
+class FindingSink:
+    """Collects located findings for a checker; `catalog`, when given, lists the codes the
+    checker may emit (anything else is a programming error, raised at once)."""
+
+    def __init__(self, locate: Locator, catalog: Collection[str] | None = None) -> None:
+        self.locate = locate
+        self.catalog = catalog
+        self.findings: list[Finding] = []
+
+    def add(self, code: str, message: str, pointer: str) -> None:
+        if self.catalog is not None and code not in self.catalog:
+            raise KeyError(code)
+        self.findings.append(Finding(code, message, location=self.locate(pointer)))

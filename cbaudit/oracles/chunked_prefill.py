@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from cbaudit.model import CheckResult, EvidenceClass, Finding
+from cbaudit.model import CheckResult, EvidenceClass, FindingSink
 from cbaudit.oracles.fixtures import Fixture
 
 NAME = "chunked-prefill"
@@ -170,19 +170,8 @@ def run_chunked(rows: Rows, chunks: Sequence[Chunk]) -> ChunkedRun:
     return ChunkedRun(pairs, tuple(per_chunk), outputs)
 
 
-class _Sink:
-    def __init__(self, fixture: Fixture) -> None:
-        self.fixture = fixture
-        self.findings: list[Finding] = []
-
-    def add(self, code: str, message: str, pointer: str) -> None:
-        if code not in CODES:  # a programming error, caught by the tests
-            raise KeyError(code)
-        self.findings.append(Finding(code, message, location=self.fixture.locate(pointer)))
-
-
 def _static_chunk_checks(
-    chunks: Sequence[Chunk], length: int, label: str, ptr: str, sink: _Sink
+    chunks: Sequence[Chunk], length: int, label: str, ptr: str, sink: FindingSink
 ) -> None:
     for j, ch in enumerate(chunks):
         if ch.end <= ch.start:
@@ -209,7 +198,7 @@ def _static_chunk_checks(
         sink.add("CHUNK.COVERAGE", f"{label}: chunks end at {cursor}, not S = {length}", ptr)
 
 
-def _equivalence(section: Mapping[str, Any], sink: _Sink) -> dict[str, Any]:
+def _equivalence(section: Mapping[str, Any], sink: FindingSink) -> dict[str, Any]:
     length = section["sequence_length"]
     rows = Rows.seeded(length, section.get("head_dim", 2), section.get("seed", 0))
     full = full_causal(rows, length)
@@ -293,7 +282,7 @@ def _equivalence(section: Mapping[str, Any], sink: _Sink) -> dict[str, Any]:
     }
 
 
-def _reload(section: Mapping[str, Any], sink: _Sink) -> dict[str, Any]:
+def _reload(section: Mapping[str, Any], sink: FindingSink) -> dict[str, Any]:
     length = section["sequence_length"]
     per_row = section["bytes_per_row"]
     table: dict[int, dict[str, Any]] = {}
@@ -343,7 +332,7 @@ def _reload(section: Mapping[str, Any], sink: _Sink) -> dict[str, Any]:
     }
 
 
-def _schedule(section: Mapping[str, Any], sink: _Sink) -> dict[str, Any]:
+def _schedule(section: Mapping[str, Any], sink: FindingSink) -> dict[str, Any]:
     prompt = section["prompt_tokens"]
     sizes = section["chunks"]
     decode_rows = section.get("decode_rows", 0)
@@ -427,7 +416,7 @@ def _number(value: Fraction) -> int | float:
     return int(value) if value.denominator == 1 else float(value)
 
 
-def _imbalance(section: Sequence[Mapping[str, Any]], sink: _Sink) -> list[dict[str, Any]]:
+def _imbalance(section: Sequence[Mapping[str, Any]], sink: FindingSink) -> list[dict[str, Any]]:
     out = []
     for j, case in enumerate(section):
         times = [Fraction(str(t)) for t in case["service_ms"]]
@@ -446,7 +435,7 @@ def run(fixture: Fixture) -> CheckResult:
     """Run the Loop 6 chunked-prefill oracle on `fixture`."""
     fixture.require_schema(FIXTURE_SCHEMA)
     data = fixture.data
-    sink = _Sink(fixture)
+    sink = FindingSink(fixture.locate, CODES)
     metrics: dict[str, Any] = {"oracle": NAME}
     if "equivalence" in data:
         metrics["equivalence"] = _equivalence(data["equivalence"], sink)

@@ -14,7 +14,7 @@ simulator fixtures (`cbaudit.sim.fairness_fixture`) in `cbaudit.io.patched`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +22,8 @@ from typing import Any
 from cbaudit.io.loader import Document
 from cbaudit.io.patched import PatchCodes, load_patched
 from cbaudit.io.schemas import validate
-from cbaudit.model import Finding, InputError, Location
-
-Locator = Callable[[str], Location]
+from cbaudit.model import Finding, InputError
+from cbaudit.model.findings import Locator
 
 
 @dataclass(frozen=True)

@@ -15,19 +15,16 @@ Physical block ids never appear; a document that carries them is refused.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cbaudit.contract.records import semantic_rows
-from cbaudit.model import Location
-from cbaudit.model.findings import pointer_join
+from cbaudit.model.findings import Locator, pointer_join
 from cbaudit.oracles.runtime_codes import Sink, unusable
 from cbaudit.sim import replay as replay_core
 from cbaudit.sim.engine import Engine, Validation
 from cbaudit.sim.workload import Workload, workload_from_data
-
-Locator = Callable[[str], Location]
 
 # Keys that name physical KV storage. A logical decision row never carries them.
 PHYSICAL_KEYS = frozenset(

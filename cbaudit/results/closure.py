@@ -28,9 +28,8 @@ from typing import Any
 from cbaudit.io.loader import load_document
 from cbaudit.io.schemas import validate
 from cbaudit.model import CbauditError, Finding, Location
-from cbaudit.model.findings import pointer_join
+from cbaudit.model.findings import Locator, pointer_join
 
-Locator = Callable[[str], Location]
 Resolver = Callable[[str], Path]
 
 EXPECTED_CLASSES = 15

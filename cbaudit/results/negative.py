@@ -20,9 +20,8 @@ from typing import Any
 from cbaudit.io.jsonpatch import PatchError, apply_patch
 from cbaudit.io.schemas import validate
 from cbaudit.model import Finding, Location
-from cbaudit.model.findings import pointer_join
+from cbaudit.model.findings import Locator, pointer_join
 
-Locator = Callable[[str], Location]
 Runner = Callable[[Any], Iterable[Finding]]
 
 CATEGORIES = (

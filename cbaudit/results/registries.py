@@ -30,17 +30,15 @@ RESULTS.COMPARISON_SET.WEAKENED  the declared comparison set drops one of the ei
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
 from cbaudit.io.schemas import validate
-from cbaudit.model import Finding, Location
-from cbaudit.model.findings import pointer_join
+from cbaudit.model import Finding, FindingSink, Location
+from cbaudit.model.findings import Locator, pointer_join
 from cbaudit.results.coordinates import COMPARISON_GROUPS, differences, flatten, is_unreported
-
-Locator = Callable[[str], Location]
 
 CONTRACT_FIELDS: tuple[tuple[str, str], ...] = (
     ("G", "granularity"),
@@ -103,18 +101,12 @@ def _empty(value: Any) -> bool:
     return False
 
 
-class _Sink:
-    def __init__(self, file: str, locate: Locator | None) -> None:
-        self.file = file
-        self.locate = locate
-        self.items: list[Finding] = []
-
-    def add(self, code: str, message: str, pointer: str) -> None:
-        loc = self.locate(pointer) if self.locate else Location(file=self.file, pointer=pointer)
-        self.items.append(Finding(code, message, location=loc))
+def _plain(file: str) -> Locator:
+    """A locator without line numbers: the file and the pointer."""
+    return lambda pointer: Location(file=file, pointer=pointer)
 
 
-def _audit_contracts(data: Mapping[str, Any], sink: _Sink) -> dict[str, Any]:
+def _audit_contracts(data: Mapping[str, Any], sink: FindingSink) -> dict[str, Any]:
     sources = _map(data.get("sources"))
     contracts = _list(data.get("contracts"))
     seen: set[str] = set()
@@ -234,7 +226,7 @@ def _audit_contracts(data: Mapping[str, Any], sink: _Sink) -> dict[str, Any]:
 
 
 def _check_source(
-    src: Mapping[str, Any], sources: Mapping[str, Any], who: str, ptr: str, sink: _Sink
+    src: Mapping[str, Any], sources: Mapping[str, Any], who: str, ptr: str, sink: FindingSink
 ) -> None:
     sid = src.get("id")
     known = sources.get(sid) if isinstance(sid, str) else None
@@ -258,7 +250,7 @@ def _check_source(
 
 
 def _audit_results(
-    data: Mapping[str, Any], sources: Mapping[str, Any], methods: set[str], sink: _Sink
+    data: Mapping[str, Any], sources: Mapping[str, Any], methods: set[str], sink: FindingSink
 ) -> dict[str, Any]:
     results = _list(data.get("results"))
     seen: dict[str, dict[str, str | None]] = {}
@@ -395,13 +387,13 @@ def audit_registries(
     findings += validate(
         results, "source-reported-results", file=results_file, locate=locate_results
     )
-    c_sink = _Sink(contracts_file, locate_contracts)
-    r_sink = _Sink(results_file, locate_results)
+    c_sink = FindingSink(locate_contracts or _plain(contracts_file))
+    r_sink = FindingSink(locate_results or _plain(results_file))
     c_data = _map(contracts)
     r_data = _map(results)
     c_summary = _audit_contracts(c_data, c_sink)
     sources = _map(c_data.get("sources"))
     r_summary = _audit_results(r_data, sources, set(c_summary["contract_ids"]), r_sink)
-    findings += c_sink.items + r_sink.items
+    findings += c_sink.findings + r_sink.findings
     summary = {**c_summary, **r_summary}
     return RegistryAudit(tuple(findings), summary)

@@ -24,16 +24,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from cbaudit.io.schemas import is_valid, validate
 from cbaudit.model import Finding, Location
-from cbaudit.model.findings import pointer_join
-
-Locator = Callable[[str], Location]
+from cbaudit.model.findings import Locator, pointer_join
 
 MIB = 1 << 20
 

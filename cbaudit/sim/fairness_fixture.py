@@ -14,15 +14,13 @@ kinds that run these fixtures are in `cbaudit.oracles.gate_kinds`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cbaudit.io.patched import PatchCodes, load_patched
-from cbaudit.model import Location
-
-Locator = Callable[[str], Location]
+from cbaudit.model.findings import Locator
 
 
 @dataclass(frozen=True)
