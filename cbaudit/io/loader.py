@@ -29,6 +29,7 @@ from cbaudit.io.limits import (
 )
 from cbaudit.io.yaml_strict import MarkNode, locate_marks, parse_yaml
 from cbaudit.model import InputError, Location, UsageError
+from cbaudit.model.errors import file_error
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -136,20 +137,11 @@ def _encode(text: str, name: str, line_offset: int) -> bytes:
 def _stat(path: Path, name: str) -> os.stat_result:
     try:
         info = path.stat()
-    except (FileNotFoundError, NotADirectoryError):
-        raise InputError.at("LOAD.NOT_FOUND", "no such file; check the path", name) from None
     except (OSError, ValueError) as err:
-        raise _unreadable(name, err) from None
+        raise file_error(name, err) from None
     if stat.S_ISDIR(info.st_mode):
-        raise InputError.at(
-            "LOAD.IS_DIRECTORY", "is a directory; give the path of a file in it", name
-        )
+        raise file_error(name, IsADirectoryError())
     return info
-
-
-def _unreadable(name: str, err: BaseException) -> InputError:
-    reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
-    return InputError.at("LOAD.UNREADABLE", f"cannot read the file: {reason}", name)
 
 
 def _too_large(
@@ -168,14 +160,8 @@ def _open(path: Path, name: str) -> BinaryIO:
     _stat(path, name)
     try:
         return path.open("rb")
-    except IsADirectoryError:
-        raise InputError.at(
-            "LOAD.IS_DIRECTORY", "is a directory; give the path of a file in it", name
-        ) from None
-    except FileNotFoundError:
-        raise InputError.at("LOAD.NOT_FOUND", "no such file; check the path", name) from None
     except OSError as err:
-        raise _unreadable(name, err) from None
+        raise file_error(name, err) from None
 
 
 def read_bounded(path: str | Path, name: str, max_bytes: int) -> bytes:
@@ -188,7 +174,7 @@ def read_bounded(path: str | Path, name: str, max_bytes: int) -> bytes:
         try:
             raw = fh.read(max_bytes + 1)  # pipes and devices have no size: read one past
         except OSError as err:
-            raise _unreadable(name, err) from None
+            raise file_error(name, err) from None
     if len(raw) > max_bytes:
         raise _too_large(name, f"more than {max_bytes}", max_bytes)
     return raw
@@ -363,7 +349,7 @@ def iter_jsonl(
             try:
                 raw = fh.readline(cap + 1)
             except OSError as err:
-                raise _unreadable(name, err) from None
+                raise file_error(name, err) from None
             if not raw:
                 break
             lineno += 1

@@ -39,3 +39,18 @@ class InputError(CbauditError):
 
 class UsageError(CbauditError):
     """The invocation is unusable (exit 2): conflicting or missing options."""
+
+
+def file_error(name: str, err: BaseException) -> InputError:
+    """The located `LOAD.*` error for a file that cannot be opened or read.
+
+    One mapping for every reader: `cbaudit.io.loader` and `InputDigest.of` both use it.
+    """
+    if isinstance(err, IsADirectoryError):
+        return InputError.at(
+            "LOAD.IS_DIRECTORY", "is a directory; give the path of a file in it", name
+        )
+    if isinstance(err, FileNotFoundError | NotADirectoryError):
+        return InputError.at("LOAD.NOT_FOUND", "no such file; check the path", name)
+    reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
+    return InputError.at("LOAD.UNREADABLE", f"cannot read the file: {reason}", name)

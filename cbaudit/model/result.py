@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cbaudit import __version__
-from cbaudit.model.errors import InputError
+from cbaudit.model.errors import file_error
 from cbaudit.model.findings import EvidenceClass, ExitCode, Finding, Severity
 
 REPORT_SCHEMA_VERSION = 1
@@ -39,17 +39,8 @@ class InputDigest:
         try:
             with path.open("rb") as fh:
                 digest = hashlib.file_digest(fh, "sha256").hexdigest()
-        except IsADirectoryError:
-            raise InputError.at(
-                "LOAD.IS_DIRECTORY", "is a directory; give the path of a file in it", name
-            ) from None
-        except (FileNotFoundError, NotADirectoryError):
-            raise InputError.at("LOAD.NOT_FOUND", "no such file; check the path", name) from None
         except OSError as err:
-            reason = err.strerror or str(err) or type(err).__name__
-            raise InputError.at(
-                "LOAD.UNREADABLE", f"cannot read the file: {reason}", name
-            ) from None
+            raise file_error(name, err) from None
         return cls(path=name, sha256=digest)
 
 

@@ -119,11 +119,6 @@ class ReqState:
         return self.floor if self.e == 0 and self.floor > 0 else None
 
     @property
-    def service_floor(self) -> int:
-        """The `floor` argument of `semantic_rows` for this request's current view."""
-        return self.floor if self.e == 0 else 0
-
-    @property
     def remaining(self) -> int:
         """Rows until the computed frontier catches the logical stream (`p + e - c`)."""
         return self.p + self.e - self.c

@@ -25,7 +25,14 @@ from typing import Any, Protocol
 
 from cbaudit.contract.issues import Issue
 from cbaudit.contract.live import LiveContract
-from cbaudit.contract.records import Phase, Queue, WorkloadManifest, semantic_rows
+from cbaudit.contract.records import (
+    Phase,
+    PolicyIdentity,
+    Queue,
+    TieBreak,
+    WorkloadManifest,
+    semantic_rows,
+)
 from cbaudit.model import InputError
 from cbaudit.policies.base import (
     DECODE_ROW,
@@ -40,7 +47,7 @@ from cbaudit.policies.base import (
 from cbaudit.policies.budget import blocks_held
 from cbaudit.sim.records_io import UNSTATED_REASON, plan_json, result_json, state_json
 from cbaudit.sim.step import StepShape
-from cbaudit.sim.workload import ClockUnit, PolicyIdentity, TieBreak, Workload
+from cbaudit.sim.workload import ClockUnit, Workload
 
 
 class Validation(StrEnum):

@@ -14,10 +14,11 @@ import random
 from fractions import Fraction
 from typing import Any
 
+from cbaudit.contract.records import Budgets, PolicyIdentity
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.cost_unit import UnitCostModel
 from cbaudit.sim.engine import Engine, Validation
-from cbaudit.sim.workload import Budgets, Clock, PolicyIdentity, RequestDecl, Workload
+from cbaudit.sim.workload import Clock, RequestDecl, Workload
 
 EULER_GAMMA = 0.5772156649015329
 

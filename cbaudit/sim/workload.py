@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,6 @@ from cbaudit.model import Finding, InputError, Location
 
 WORKLOAD_SCHEMA = "workload-manifest"
 DEFAULT_PHASE_ORDER = tuple(p.value for p in TieBreak().phase_order)
-__all__ = ["DEFAULT_TIE_BREAK_KEY", "Budgets", "PolicyIdentity", "TieBreak"]  # the contract's
 
 
 class ClockUnit(StrEnum):
@@ -174,13 +173,7 @@ def _opt_int(
     return _int(data[key], source, f"{pointer}/{key}", minimum=minimum)
 
 
-_BUDGET_KEYS = (
-    "token_budget",
-    "sequence_budget",
-    "kv_block_size",
-    "kv_total_blocks",
-    "long_prefill_token_threshold",
-)
+_BUDGET_KEYS = tuple(f.name for f in fields(Budgets))
 
 
 def _budgets(data: Any, source: str, pointer: str) -> Budgets:
