@@ -202,11 +202,10 @@ def _git_tag(
     missing from the repository, naming another commit, or whose object differs from
     --tag-object is an error (exit 2); an annotated tag's object id is recorded unless given.
     """
-    ref = f"refs/tags/{tag}"
-    target = repo.rev(ref)
-    if target is None:
+    found = repo.tag(tag)
+    if found is None:
         raise InputError.at("PIN.GIT.TAG_MISSING", f"--tag {tag} is not in {git_dir}", str(git_dir))
-    tag_commit = repo.rev(f"{ref}^{{commit}}")
+    target, tag_commit = found
     if tag_commit != commit:
         raise InputError.at(
             "PIN.GIT.TAG_MISMATCH",

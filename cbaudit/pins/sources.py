@@ -114,6 +114,7 @@ class ArchiveSource:
     prefix: str = ""
     kind: str = "archive"
     _names: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    _zip: bool = field(default=False, repr=False, compare=False)
 
     @classmethod
     def open(cls, path: Path) -> ArchiveSource:
@@ -127,7 +128,7 @@ class ArchiveSource:
         prefix = ""
         if len(tops) == 1 and all("/" in n for n in names):
             prefix = next(iter(tops)) + "/"
-        return cls(path=path, prefix=prefix, _names=frozenset(names))
+        return cls(path=path, prefix=prefix, _names=frozenset(names), _zip=zipfile.is_zipfile(path))
 
     def describe(self) -> str:
         return str(self.path)
@@ -142,7 +143,7 @@ class ArchiveSource:
             member = self.prefix + path
         else:
             raise FileAbsent(f"{path} does not exist in {self.describe()}")
-        if zipfile.is_zipfile(self.path):
+        if self._zip:
             with zipfile.ZipFile(self.path) as zf:
                 info = zf.getinfo(member)
                 if (info.external_attr >> 16) & 0o170000 == 0o120000:
@@ -228,6 +229,13 @@ class GitSource:
         """The object id `spec` names, or None."""
         out = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", spec)
         return out.decode("ascii").strip() if out else None
+
+    def tag(self, name: str) -> tuple[str, str | None] | None:
+        """(object id of refs/tags/NAME, the commit it names), or None when there is no such
+        tag. The two ids differ exactly when the tag is annotated."""
+        ref = f"refs/tags/{name}"
+        target = self.rev(ref)
+        return None if target is None else (target, self.rev(f"{ref}^{{commit}}"))
 
     def at(self, commit: str) -> GitSource:
         return GitSource(repo=self.repo, git=self.git, commit=commit)

@@ -160,9 +160,8 @@ def _git_identity(loaded: LoadedManifest, git: GitSource) -> tuple[list[Finding]
             )
             return out, None
     if m.tag is not None:
-        ref = f"refs/tags/{m.tag}"
-        tag_target = git.rev(ref)
-        if tag_target is None:
+        found = git.tag(m.tag)
+        if found is None:
             sev = Severity.WARNING if commit is not None else Severity.ERROR
             add(
                 "PIN.GIT.TAG_MISSING",
@@ -172,7 +171,7 @@ def _git_identity(loaded: LoadedManifest, git: GitSource) -> tuple[list[Finding]
                 sev,
             )
         else:
-            tag_commit = git.rev(f"{ref}^{{commit}}")
+            tag_target, tag_commit = found
             if commit is None:
                 commit = tag_commit
             elif tag_commit != commit:
