@@ -124,6 +124,18 @@ def _deadline(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def _errored(spec: CheckSpec, *findings: Finding) -> list[CheckResult]:
+    """The single ERROR result of a check that could not run to the end."""
+    return [
+        CheckResult(
+            check=spec.kind,
+            subject=f"{spec.bundle}:{spec.check_id}",
+            findings=findings,
+            status=CheckStatus.ERROR,
+        )
+    ]
+
+
 def run_check(
     spec: CheckSpec, update: bool = False, timeout_s: float | None = DEFAULT_CHECK_TIMEOUT_S
 ) -> list[CheckResult]:
@@ -165,45 +177,26 @@ def run_check(
         with _deadline(limit):
             results = func(kind_spec, ctx)
     except CheckTimeout:
-        return [
-            CheckResult(
-                check=spec.kind,
-                subject=f"{spec.bundle}:{spec.check_id}",
-                findings=(
-                    Finding(
-                        "GATE.CHECK.TIMEOUT",
-                        f"the check did not finish within {limit} s and was stopped (raise its"
-                        " `timeout_s`, or `cbaudit gate --check-timeout`, if it needs longer)",
-                        location=ctx.location(),
-                    ),
-                ),
-                status=CheckStatus.ERROR,
-            )
-        ]
+        return _errored(
+            spec,
+            Finding(
+                "GATE.CHECK.TIMEOUT",
+                f"the check did not finish within {limit} s and was stopped (raise its"
+                " `timeout_s`, or `cbaudit gate --check-timeout`, if it needs longer)",
+                location=ctx.location(),
+            ),
+        )
     except InputError as err:
-        return [
-            CheckResult(
-                check=spec.kind,
-                subject=f"{spec.bundle}:{spec.check_id}",
-                findings=err.findings,
-                status=CheckStatus.ERROR,
-            )
-        ]
+        return _errored(spec, *err.findings)
     except Exception as err:  # a crashing check is reported, never hidden
-        return [
-            CheckResult(
-                check=spec.kind,
-                subject=f"{spec.bundle}:{spec.check_id}",
-                findings=(
-                    Finding(
-                        "GATE.CHECK.CRASHED",
-                        f"internal error in check kind {spec.kind!r}: {type(err).__name__}: {err}",
-                        location=ctx.location(),
-                    ),
-                ),
-                status=CheckStatus.ERROR,
-            )
-        ]
+        return _errored(
+            spec,
+            Finding(
+                "GATE.CHECK.CRASHED",
+                f"internal error in check kind {spec.kind!r}: {type(err).__name__}: {err}",
+                location=ctx.location(),
+            ),
+        )
     many = len(results) > 1
     out: list[CheckResult] = []
     for i, result in enumerate(results):
