@@ -35,6 +35,12 @@ def gate(
         help="Seconds one check may run before it is stopped (GATE.CHECK.TIMEOUT); a check's"
         " own timeout_s wins.",
     ),
+    root: Path = typer.Option(
+        None,
+        "--root",
+        help="Let checks also read in DIR, a folder holding the bundle (overrides a bundle's"
+        " own `root:`); without either a check reads only inside its bundle.",
+    ),
     markdown: Path = typer.Option(None, "--markdown", help="Also write a Markdown report."),
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML report."),
     junit: Path = typer.Option(None, "--junit", help="Also write JUnit XML."),
@@ -48,7 +54,9 @@ def gate(
     from cbaudit.gate.runner import run_gate
     from cbaudit.report import REPORTERS
 
-    report = run_gate(dirs, jobs=jobs, update=update, select=select, check_timeout=check_timeout)
+    report = run_gate(
+        dirs, jobs=jobs, update=update, select=select, check_timeout=check_timeout, root=root
+    )
     for path, name in ((markdown, "markdown"), (html, "html"), (junit, "junit"), (sarif, "sarif")):
         if path is not None:
             atomic_write(path, REPORTERS[name](report, 1, False))

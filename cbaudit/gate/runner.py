@@ -30,13 +30,6 @@ from cbaudit.model import (
 )
 
 
-def _repo_root(start: Path) -> Path | None:
-    for candidate in [start.resolve(), *start.resolve().parents]:
-        if (candidate / "pyproject.toml").is_file():
-            return candidate
-    return None
-
-
 def _missing_requirements(spec: CheckSpec) -> list[str]:
     missing: list[str] = []
     for req in spec.spec.get("requires", []):
@@ -146,7 +139,7 @@ def run_check(
         pointer=spec.pointer,
         bundle_root=spec.bundle_root,
         update=update,
-        repo_root=_repo_root(spec.bundle_root),
+        root=spec.root,
     )
     declared = spec.spec.get("evidence_class")
     try:
@@ -268,10 +261,16 @@ def run_gate(
     update: bool = False,
     select: str | None = None,
     check_timeout: float | None = DEFAULT_CHECK_TIMEOUT_S,
+    root: Path | None = None,
 ) -> Report:
-    """Discover bundles under `paths`, run their checks, return one report."""
+    """Discover bundles under `paths`, run their checks, return one report.
+
+    `root` (`--root DIR`) permits every bundle's checks to read inside DIR (which must hold
+    the bundle), overriding a bundle's own `root:`; without either, checks read only inside
+    their bundle.
+    """
     roots = list(paths)
-    bundles: list[Bundle] = [load_bundle(root) for root in discover(roots)]
+    bundles: list[Bundle] = [load_bundle(b, permit=root) for b in discover(roots)]
     specs = [s for b in bundles for s in b.checks]
     if select:
         chosen = [s for s in specs if select in s.check_id or select == s.kind]

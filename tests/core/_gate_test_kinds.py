@@ -35,3 +35,14 @@ def run_spin(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
     n = 0
     while True:
         n += 1
+
+
+def run_read(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+    """Read `file` (any path form of `cbaudit.pins.gate_paths`); pass when it says `ok`."""
+    from cbaudit.pins.gate_paths import spec_path
+
+    where = spec_path(dict(spec), "file", ctx)
+    assert where.path is not None
+    text = where.path.read_text().strip()
+    findings = () if text == "ok" else (Finding("TEST.READ.WRONG", text, location=ctx.location()),)
+    return [CheckResult("read", str(spec["id"]), findings=findings)]
