@@ -10,7 +10,6 @@ import shutil
 import signal
 import threading
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from cbaudit.gate.context import GateContext
 from cbaudit.gate.kinds import KINDS, resolve_kind
 from cbaudit.gate.manifest import Bundle, CheckSpec, discover, load_bundle
+from cbaudit.io.workers import worker_pool
 from cbaudit.model import (
     CheckResult,
     CheckStatus,
@@ -242,7 +242,7 @@ def _run_parallel(
     batches = [heavy[i : i + 1] for i in range(len(heavy))]
     batches += [light[i : i + size] for i in range(0, len(light), size)]
     out: list[list[CheckResult]] = [[] for _ in specs]
-    with ProcessPoolExecutor(max_workers=njobs) as pool:
+    with worker_pool(njobs) as pool:
         futures = [(b, pool.submit(_run_batch, [specs[i] for i in b], timeout_s)) for b in batches]
         for batch, future in futures:
             for i, results in zip(batch, future.result(), strict=True):

@@ -27,12 +27,12 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from cbaudit.io.workers import worker_pool
 from cbaudit.model import Location
 from cbaudit.mutate.operators import Operator, OperatorRegistry
 from cbaudit.mutate.patch import PatchError, apply_shared
@@ -341,10 +341,8 @@ def run_campaign(
             )
     else:
         chunks = [cells[i::jobs] for i in range(jobs)]
-        with ProcessPoolExecutor(
-            max_workers=jobs,
-            initializer=_init_worker,
-            initargs=(list(_picklable(fixtures)), baselines, originals),
+        with worker_pool(
+            jobs, _init_worker, (list(_picklable(fixtures)), baselines, originals)
         ) as pool:
             for part in pool.map(_run_cells, [(c, seed, timeout_s, limit) for c in chunks if c]):
                 results += part

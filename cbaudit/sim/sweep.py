@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cbaudit.io.workers import worker_pool
 from cbaudit.model import Finding, InputError, Location
 
 RATE_KEYS = ("rate_per_s", "rate_per_tick")
@@ -152,7 +152,7 @@ def _run_cells(
 ) -> list[dict[str, Any]]:
     if jobs <= 1 or len(cells) <= 1:
         return [run_cell(config, rate, rep) for rate, rep in cells]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with worker_pool(jobs) as pool:
         futures = [pool.submit(run_cell, config, rate, rep) for rate, rep in cells]
         return [f.result() for f in futures]
 
