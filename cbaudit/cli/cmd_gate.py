@@ -51,12 +51,20 @@ def gate(
     verbose: int = VerboseOpt,
 ) -> int:
     """Run the checks declared by each bundle.yaml under DIR; exit 0 pass, 1 fail, 2 unusable."""
+    from cbaudit.cli.progress import progress_bar
     from cbaudit.gate.runner import run_gate
     from cbaudit.report import REPORTERS
 
-    report = run_gate(
-        dirs, jobs=jobs, update=update, select=select, check_timeout=check_timeout, root=root
-    )
+    with progress_bar("gate", "checks", quiet=quiet) as progress:
+        report = run_gate(
+            dirs,
+            jobs=jobs,
+            update=update,
+            select=select,
+            check_timeout=check_timeout,
+            root=root,
+            progress=progress,
+        )
     for path, name in ((markdown, "markdown"), (html, "html"), (junit, "junit"), (sarif, "sarif")):
         if path is not None:
             atomic_write(path, REPORTERS[name](report, 1, False))
