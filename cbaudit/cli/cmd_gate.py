@@ -69,9 +69,14 @@ def gate(
         if path is not None:
             atomic_write(path, REPORTERS[name](report, 1, False))
     if os.environ.get("GITHUB_ACTIONS") == "true":
+        from cbaudit.gate.locations import repository_paths
+        from cbaudit.gate.manifest import discover, load_bundle
         from cbaudit.report.github import step_summary, workflow_annotations
 
-        sys.stderr.write(workflow_annotations(report))
+        bundles = {load_bundle(b, permit=root).name: b for b in discover(dirs)}
+        workspace = Path(os.environ.get("GITHUB_WORKSPACE") or ".")
+        relpath = repository_paths(bundles, workspace)
+        sys.stderr.write(workflow_annotations(report, relpath=relpath))
         summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_path:
             with open(summary_path, "a", encoding="utf-8") as fh:
