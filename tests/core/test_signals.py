@@ -61,6 +61,7 @@ def _start(args: list[str], out: Path) -> subprocess.Popen[str]:
 def _stop_and_check(proc: subprocess.Popen[str], signum: int, whole_group: bool) -> str:
     """Wait for the workers, send `signum`, return stderr once nothing of the group is left."""
     assert _wait_for(lambda: len(_group(proc.pid)) >= 3, 60), "workers never started"
+    time.sleep(0.3)  # let the fresh workers run their initializer (their own signal handling)
     if whole_group:  # as a terminal's Ctrl-C or a CI runner's cancel does
         os.killpg(proc.pid, signum)
     else:
