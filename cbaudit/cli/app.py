@@ -79,9 +79,15 @@ def _is_click_error(err: BaseException) -> bool:
 
 def run(args: list[str]) -> int:
     """Invoke the app; map every outcome onto the documented exit codes."""
+    from cbaudit.cli.signals import Interrupted, stop_on_signals
+
     debug = "--debug" in args or os.environ.get("CBAUDIT_DEBUG") == "1"
     try:
-        result = app(args=args, prog_name="cbaudit", standalone_mode=False)
+        with stop_on_signals():
+            result = app(args=args, prog_name="cbaudit", standalone_mode=False)
+    except Interrupted as err:  # SIGINT 130, SIGTERM 143; workers and temp files cleaned up
+        sys.stderr.write(f"cbaudit: {err.message}\n")
+        return err.exit_code
     except InputError as err:
         return fail_input(err)
     except CbauditError as err:  # UsageError and the rest: unusable invocation

@@ -6,7 +6,6 @@ The CLI never imports torch: `bench run` checks its inputs here, then starts
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -80,13 +79,15 @@ def bench_run(
         force=force,
         quiet=quiet,
     )
-    proc = subprocess.run([sys.executable, "-m", "cbaudit.bench.runner", *argv], check=False)
-    if proc.returncode == ExitCode.UNUSABLE:
+    from cbaudit.cli.signals import run_forwarding
+
+    returncode = run_forwarding([sys.executable, "-m", "cbaudit.bench.runner", *argv])
+    if returncode == ExitCode.UNUSABLE:
         return int(ExitCode.UNUSABLE)
     if not results.is_file():
         raise InputError.at(
             "BENCH.RUNNER.NO_OUTPUT",
-            f"the runner exited {proc.returncode} without writing the results file",
+            f"the runner exited {returncode} without writing the results file",
             str(results),
         )
     return _report_on(results, "bench run", fmt, output, quiet, verbose)

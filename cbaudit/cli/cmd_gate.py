@@ -35,6 +35,12 @@ def gate(
         help="Seconds one check may run before it is stopped (GATE.CHECK.TIMEOUT); a check's"
         " own timeout_s wins.",
     ),
+    root: Path = typer.Option(
+        None,
+        "--root",
+        help="Let checks also read in DIR, a folder holding the bundle (overrides a bundle's"
+        " own `root:`); without either a check reads only inside its bundle.",
+    ),
     markdown: Path = typer.Option(None, "--markdown", help="Also write a Markdown report."),
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML report."),
     junit: Path = typer.Option(None, "--junit", help="Also write JUnit XML."),
@@ -45,17 +51,32 @@ def gate(
     verbose: int = VerboseOpt,
 ) -> int:
     """Run the checks declared by each bundle.yaml under DIR; exit 0 pass, 1 fail, 2 unusable."""
+    from cbaudit.cli.progress import progress_bar
     from cbaudit.gate.runner import run_gate
     from cbaudit.report import REPORTERS
 
-    report = run_gate(dirs, jobs=jobs, update=update, select=select, check_timeout=check_timeout)
+    with progress_bar("gate", "checks", quiet=quiet) as progress:
+        report = run_gate(
+            dirs,
+            jobs=jobs,
+            update=update,
+            select=select,
+            check_timeout=check_timeout,
+            root=root,
+            progress=progress,
+        )
     for path, name in ((markdown, "markdown"), (html, "html"), (junit, "junit"), (sarif, "sarif")):
         if path is not None:
             atomic_write(path, REPORTERS[name](report, 1, False))
     if os.environ.get("GITHUB_ACTIONS") == "true":
+        from cbaudit.gate.locations import repository_paths
+        from cbaudit.gate.manifest import discover, load_bundle
         from cbaudit.report.github import step_summary, workflow_annotations
 
-        sys.stderr.write(workflow_annotations(report))
+        bundles = {load_bundle(b, permit=root).name: b for b in discover(dirs)}
+        workspace = Path(os.environ.get("GITHUB_WORKSPACE") or ".")
+        relpath = repository_paths(bundles, workspace)
+        sys.stderr.write(workflow_annotations(report, relpath=relpath))
         summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_path:
             with open(summary_path, "a", encoding="utf-8") as fh:

@@ -11,8 +11,10 @@ from pathlib import Path
 import typer
 
 from cbaudit.cli.common import OutputOpt, QuietOpt, VerboseOpt, emit
+from cbaudit.cli.progress import progress_bar
 from cbaudit.io.atomic import atomic_write
 from cbaudit.model import CheckResult, InputDigest, Location, Report, UsageError
+from cbaudit.model.progress import Progress
 from cbaudit.mutate.bundle import (
     BUNDLE_FILE,
     Bundle,
@@ -81,6 +83,7 @@ def build_report(
     negatives: bool,
     floors: bool,
     relations: list[str],
+    progress: Progress | None = None,
 ) -> tuple[Report, dict[str, object] | None]:
     """Run what was asked; returns the report and, for a campaign, its Stryker form."""
     results: list[CheckResult] = []
@@ -93,7 +96,13 @@ def build_report(
         if operators and not ops:
             raise UsageError(f"no operator matches {operators} (see --list-operators)")
         campaign = run_campaign(
-            fixtures, ops, seed=seed, jobs=jobs, limit=limit, timeout_s=timeout_s
+            fixtures,
+            ops,
+            seed=seed,
+            jobs=jobs,
+            limit=limit,
+            timeout_s=timeout_s,
+            progress=progress,
         )
         results.append(campaign_result(campaign, fixtures, subject=str(path), min_score=break_at))
         stryker = stryker_report(campaign, fixtures, break_at=break_at)
@@ -184,19 +193,21 @@ def mutate_cmd(
         return _list_operators()
     if path is None and not relations:
         raise UsageError("mutate needs a PATH (bundle or fixture) or --relation NAME")
-    report, stryker = build_report(
-        path,
-        operators=operators,
-        seed=seed,
-        jobs=jobs,
-        break_at=break_at,
-        limit=limit,
-        timeout_s=timeout_s,
-        target=target,
-        negatives=negatives,
-        floors=floors,
-        relations=relations,
-    )
+    with progress_bar("mutate", "cells", quiet=quiet) as progress:
+        report, stryker = build_report(
+            path,
+            operators=operators,
+            seed=seed,
+            jobs=jobs,
+            break_at=break_at,
+            limit=limit,
+            timeout_s=timeout_s,
+            target=target,
+            negatives=negatives,
+            floors=floors,
+            relations=relations,
+            progress=progress,
+        )
     if fmt is MutateFormat.stryker:
         if stryker is None:
             raise UsageError("--format stryker needs a PATH to mutate")

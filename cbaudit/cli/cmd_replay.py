@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -13,6 +11,7 @@ from typing import Any
 import typer
 
 from cbaudit.cli.common import FormatOpt, OutputFormat, OutputOpt, QuietOpt, VerboseOpt, emit
+from cbaudit.cli.progress import progress_bar
 from cbaudit.model import UsageError
 from cbaudit.sim import replay as core
 from cbaudit.sim import replay_compare as comparable
@@ -34,31 +33,10 @@ def _pairs(items: list[str] | None, what: str) -> dict[str, Any]:
 
 
 @contextmanager
-def _progress_bar() -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on a terminal, shown only once a replay has run for two seconds."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import Progress
-
-    started = time.monotonic()
-    state: dict[str, Any] = {}
-
-    def update(done: int, total: int) -> None:
-        if "bar" not in state:
-            if time.monotonic() - started < 2.0:
-                return
-            bar = Progress(transient=True)
-            bar.start()
-            state["bar"] = bar
-            state["task"] = bar.add_task("replay", total=total)
-        state["bar"].update(state["task"], completed=done)
-
-    try:
-        yield update
-    finally:
-        if "bar" in state:
-            state["bar"].stop()
+def _progress_bar(quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """Finished requests of a long replay on a terminal (after two seconds; not with -q)."""
+    with progress_bar("replay", "requests finished", quiet=quiet, delay_s=2.0) as bar:
+        yield None if bar is None else (lambda done, total: bar(done, total, ""))
 
 
 def replay(
@@ -121,7 +99,7 @@ def replay(
         preemption=_pairs(preemption, "--preemption"),
     )
     sink = core.trace_file(trace_out) if trace_out is not None else nullcontext(None)
-    with sink as trace, _progress_bar() as progress:
+    with sink as trace, _progress_bar(quiet) as progress:
         report, _ = comparable.replay_report(
             loaded, source, options, samples=samples, trace=trace, progress=progress
         )

@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from cbaudit.cli.common import FormatOpt, OutputFormat, OutputOpt, QuietOpt, VerboseOpt, emit
+from cbaudit.cli.progress import progress_bar
 from cbaudit.io.loader import load_document
 from cbaudit.model import CheckResult, EvidenceClass, InputDigest, Report, UsageError
 from cbaudit.sim import sweep as core
@@ -88,9 +89,15 @@ def sweep(
         window_ms=window_ms,
         base_seed=base,
     )
-    result = core.run_sweep(
-        config, grid, repeats=repeats, attainment=attainment, jobs=jobs or os.cpu_count() or 1
-    )
+    with progress_bar("sweep", "cells", quiet=quiet) as progress:
+        result = core.run_sweep(
+            config,
+            grid,
+            repeats=repeats,
+            attainment=attainment,
+            jobs=jobs or os.cpu_count() or 1,
+            progress=progress,
+        )
     cap = result["goodput_capacity"]
     check = CheckResult(
         check="replay-sweep",

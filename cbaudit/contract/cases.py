@@ -71,8 +71,14 @@ def _failed(
     )
 
 
-def load_case(path: Path | str, *, display: str | None = None) -> LoadedCase:
-    """Read a plain or patch case; never raises for unusable input (returns `error`)."""
+def load_case(
+    path: Path | str, *, display: str | None = None, root: Path | None = None
+) -> LoadedCase:
+    """Read a plain or patch case; never raises for unusable input (returns `error`).
+
+    With `root` (the gate passes the bundle, or its declared root), a patch case's base must
+    lie inside it (`CASE.BASE.ESCAPE`).
+    """
     path = Path(path)
     name = display if display is not None else str(path)
     try:
@@ -89,6 +95,12 @@ def load_case(path: Path | str, *, display: str | None = None) -> LoadedCase:
     base_rel = str(doc.data["base"])
     base_path = path.parent / base_rel
     base_name = os.path.normpath(Path(name).parent / base_rel)
+    if root is not None:
+        top, resolved = root.resolve(), base_path.resolve()
+        if resolved != top and top not in resolved.parents:
+            message = f"base {base_rel!r} lies outside the bundle (or its declared root)"
+            escape = Finding("CASE.BASE.ESCAPE", message, location=doc.locate("/base"))
+            return _failed((path,), (escape,), doc.data)
     files = (path, base_path)
     try:
         base = load_document(base_path, display=base_name)

@@ -113,6 +113,7 @@ _CATALOG: dict[str, str] = {
     # case files and traces
     "CASE.PATCH.INVALID": "a negative case's JSON Patch cannot be applied to its base",
     "CASE.BASE.NESTED": "a negative case's base is itself a patch file",
+    "CASE.BASE.ESCAPE": "a negative case's base lies outside the bundle (or its declared root)",
     "CASE.EXPECT_CODE.MISSING": "a negative case declares no expect_code",
     "CASE.EXPECT_CODE.UNKNOWN": "a negative case expects a code outside this catalog",
     "CASE.EXPECT_CODE.CONFLICT": "the gate check and the case file expect different codes",

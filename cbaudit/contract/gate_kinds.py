@@ -49,19 +49,14 @@ def _path(spec: Mapping[str, Any], ctx: GateContext, field: str) -> tuple[Path, 
             pointer=f"{ctx.pointer}/{field}",
         )
     path = ctx.resolve(rel, field=field)
-    root = ctx.repo_root or ctx.bundle_root
-    try:
-        display = str(path.relative_to(root.resolve()))
-    except ValueError:
-        display = str(path)
-    return path, display
+    return path, ctx.display(path)
 
 
 def run_plan_case(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
     """A case that must satisfy the whole contract."""
     cid = _check_id(spec, ctx)
     path, display = _path(spec, ctx, "case")
-    result, _ = validate_case_file(path, display=display)
+    result, _ = validate_case_file(path, display=display, root=ctx.read_root)
     findings = list(result.findings)
     expected = spec.get("expected")
     if expected is not None and result.outcome is not CheckStatus.ERROR:
@@ -115,7 +110,7 @@ def run_negative_case(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckRe
     """A case that must be rejected with one named finding code."""
     cid = _check_id(spec, ctx)
     path, display = _path(spec, ctx, "case")
-    case = load_case(path, display=display)
+    case = load_case(path, display=display, root=ctx.read_root)
     code = _expect_code(spec, ctx, case.expect_code)
     if case.error is not None:
         produced: list[Finding] = list(case.error)

@@ -224,14 +224,15 @@ def validate_case(doc: Document, *, subject: str | None = None) -> CheckResult:
 
 
 def validate_case_file(
-    path: Path | str, *, display: str | None = None
+    path: Path | str, *, display: str | None = None, root: Path | None = None
 ) -> tuple[CheckResult, tuple[Path, ...]]:
     """Load a case file (plain or patch form) and validate it; a broken file is a result.
 
-    Returns the result and every file read (the case, and the base of a patch case).
+    Returns the result and every file read (the case, and the base of a patch case). With
+    `root`, a patch case's base must lie inside it.
     """
     name = display if display is not None else str(path)
-    case = load_case(path, display=name)
+    case = load_case(path, display=name, root=root)
     if case.error is not None:
         broken = CheckResult(
             check=CHECK_NAME,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,19 +16,33 @@ from cbaudit.model.canonical import dumps_canonical
 
 @dataclass(frozen=True)
 class GateContext:
-    """Where a check was declared and how the gate is running."""
+    """Where a check was declared and how the gate is running.
+
+    A check reads only inside its *read root*: the bundle directory, or the root the bundle
+    declares (`root:` in bundle.yaml) or the user permits (`cbaudit gate --root DIR`), which
+    always contains the bundle. Nothing is resolved from the working directory or from where a
+    `pyproject.toml` happens to be.
+    """
 
     base_dir: Path  # directory of the file that declares the check
     manifest: str  # display path of that file, for locations
     pointer: str  # JSON pointer of the check inside that file
-    bundle_root: Path  # the bundle directory; nothing may escape it
+    bundle_root: Path  # the bundle directory
     update: bool = False  # rewrite expected outputs instead of failing on drift
-    repo_root: Path | None = None  # nearest ancestor with pyproject.toml, if any
+    root: Path | None = None  # the declared or permitted root (contains the bundle), if any
+
+    @property
+    def read_root(self) -> Path:
+        """The folder no path a check reads may escape: the root if one is set, else the bundle."""
+        return (self.root or self.bundle_root).resolve()
 
     def resolve_repo(self, rel: str, *, field: str = "") -> Path:
-        """Resolve a repository-relative path (e.g. `pinned/x.yaml`); refuse escapes."""
+        """Resolve a root-relative path (`{repo_path: pinned/x.yaml}`); refuse escapes.
+
+        Without a declared or permitted root there is nothing outside the bundle to read:
+        the path is refused as GATE.PATH.ESCAPE.
+        """
         ptr = self.pointer + (f"/{field}" if field else "")
-        root = self.repo_root or self.bundle_root
         if not isinstance(rel, str) or not rel or Path(rel).is_absolute():
             raise InputError.at(
                 "GATE.PATH.INVALID",
@@ -35,11 +50,20 @@ class GateContext:
                 self.manifest,
                 pointer=ptr,
             )
-        target = (root / rel).resolve()
-        if target != root.resolve() and root.resolve() not in target.parents:
+        if self.root is None:
             raise InputError.at(
                 "GATE.PATH.ESCAPE",
-                f"path {rel!r} escapes the repository",
+                f"repo_path {rel!r} lies outside the bundle, which declares no root: declare"
+                " `root:` in bundle.yaml (a folder above the bundle) or pass `--root DIR`",
+                self.manifest,
+                pointer=ptr,
+            )
+        root = self.root.resolve()
+        target = (root / rel).resolve()
+        if target != root and root not in target.parents:
+            raise InputError.at(
+                "GATE.PATH.ESCAPE",
+                f"path {rel!r} escapes the bundle's root",
                 self.manifest,
                 pointer=ptr,
             )
@@ -48,6 +72,17 @@ class GateContext:
     def location(self, suffix: str = "") -> Location:
         """A location pointing at this check (or a field of it) in its manifest."""
         return Location(file=self.manifest, pointer=self.pointer + suffix)
+
+    def contains(self, path: Path) -> bool:
+        """True when `path` (resolved) lies inside the read root."""
+        top = self.read_root
+        target = path.resolve()
+        return target == top or top in target.parents
+
+    def display(self, path: Path) -> str:
+        """`path` as shown in reports: relative to the bundle (with `..` when it lies in the
+        root above it), so a report reads the same from any working directory."""
+        return os.path.relpath(path.resolve(), self.bundle_root.resolve())
 
     def resolve(self, rel: str, *, field: str = "") -> Path:
         """Resolve a path relative to the declaring file; refuse escapes and absolutes."""
@@ -61,11 +96,11 @@ class GateContext:
                 "GATE.PATH.ABSOLUTE", f"path {rel!r} must be relative", self.manifest, pointer=ptr
             )
         target = (self.base_dir / rel).resolve()
-        root = self.bundle_root.resolve()
-        if target != root and root not in target.parents:
+        if not self.contains(target):
+            where = "the bundle directory" if self.root is None else "the bundle's root"
             raise InputError.at(
                 "GATE.PATH.ESCAPE",
-                f"path {rel!r} escapes the bundle directory",
+                f"path {rel!r} escapes {where}",
                 self.manifest,
                 pointer=ptr,
             )

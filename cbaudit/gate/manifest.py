@@ -28,6 +28,7 @@ class CheckSpec:
     manifest: str
     pointer: str
     bundle_root: Path
+    root: Path | None = None  # the declared or permitted root its checks may read in
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Bundle:
     root: Path
     manifest_files: tuple[Path, ...]
     checks: tuple[CheckSpec, ...]
+    read_root: Path | None = None  # declared (`root:`) or permitted (`--root`), resolved
 
 
 def loop_label(value: Any) -> str:
@@ -75,12 +77,69 @@ def _schema_errors(data: Any, schema: str, doc_path: str, locate: Any) -> None:
         raise InputError(findings)
 
 
-def load_bundle(root: Path) -> Bundle:
-    """Read bundle.yaml and its includes; refuse duplicate ids and escaping includes."""
+def git_work_tree(folder: Path) -> Path | None:
+    """The top of the git work tree holding `folder` (nearest folder with `.git`), or None."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def _root_error(message: str, location: Location) -> InputError:
+    return InputError(Finding("GATE.ROOT.INVALID", message, location=location))
+
+
+def declared_root(bundle_dir: Path, value: Any, location: Location) -> Path:
+    """A bundle's `root:`: its own folder or one above it, never above its git work tree."""
+    if not isinstance(value, str) or not value or Path(value).is_absolute():
+        raise _root_error(f"root {value!r} must be a path relative to the bundle", location)
+    here = bundle_dir.resolve()
+    target = (here / value).resolve()
+    if target == here:
+        return target
+    if target not in here.parents:
+        raise _root_error(
+            f"root {value!r} is not the bundle's folder or a folder above it", location
+        )
+    top = git_work_tree(here)
+    if top is None:
+        raise _root_error(
+            f"root {value!r}: the bundle is not inside a git work tree, so a root above it is"
+            " refused (pass `cbaudit gate --root DIR` to permit one)",
+            location,
+        )
+    if target != top and top not in target.parents:
+        raise _root_error(f"root {value!r} lies above the git work tree {top}", location)
+    return target
+
+
+def permitted_root(bundle_dir: Path, permit: Path) -> Path:
+    """`--root DIR`: an existing folder that holds the bundle."""
+    where = Location(file=str(permit), pointer="")
+    if not permit.is_dir():
+        raise _root_error(f"--root {permit} is not a directory", where)
+    target = permit.resolve()
+    here = bundle_dir.resolve()
+    if target != here and target not in here.parents:
+        raise _root_error(f"--root {permit} does not contain the bundle {bundle_dir}", where)
+    return target
+
+
+def load_bundle(root: Path, *, permit: Path | None = None) -> Bundle:
+    """Read bundle.yaml and its includes; refuse duplicate ids and escaping includes.
+
+    The root its checks may read in besides the bundle is `permit` (`--root`) when given,
+    else the bundle's declared `root:`, else none.
+    """
     manifest_path = root / BUNDLE_FILE
     doc = load_document(manifest_path)
     _schema_errors(doc.data, "bundle", doc.path, doc.locate)
     name = str(doc.data["bundle"])
+    read_root: Path | None = None
+    if permit is not None:
+        read_root = permitted_root(root, permit)
+    elif "root" in doc.data:
+        read_root = declared_root(root, doc.data["root"], doc.locate("/root"))
     files = [manifest_path]
     specs: list[CheckSpec] = []
 
@@ -100,6 +159,7 @@ def load_bundle(root: Path) -> Bundle:
                     manifest=display,
                     pointer=pointer_join(ptr, i),
                     bundle_root=root,
+                    root=read_root,
                 )
             )
 
@@ -136,4 +196,4 @@ def load_bundle(root: Path) -> Bundle:
                 )
             )
         seen[spec.check_id] = spec
-    return Bundle(name, str(doc.data["title"]), root, tuple(files), tuple(specs))
+    return Bundle(name, str(doc.data["title"]), root, tuple(files), tuple(specs), read_root)

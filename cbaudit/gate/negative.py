@@ -58,6 +58,7 @@ def run_negative_check(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckR
         manifest=ctx.manifest,
         pointer=ctx.pointer + "/check",
         bundle_root=ctx.bundle_root,
+        root=ctx.root,
     )
     results = run_check(inner_spec)
     produced = {f.code for r in results for f in r.findings}

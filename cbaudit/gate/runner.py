@@ -10,7 +10,7 @@ import shutil
 import signal
 import threading
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import as_completed
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 from cbaudit.gate.context import GateContext
 from cbaudit.gate.kinds import KINDS, resolve_kind
 from cbaudit.gate.manifest import Bundle, CheckSpec, discover, load_bundle
+from cbaudit.io.workers import worker_pool
 from cbaudit.model import (
     CheckResult,
     CheckStatus,
@@ -28,13 +29,7 @@ from cbaudit.model import (
     Location,
     Report,
 )
-
-
-def _repo_root(start: Path) -> Path | None:
-    for candidate in [start.resolve(), *start.resolve().parents]:
-        if (candidate / "pyproject.toml").is_file():
-            return candidate
-    return None
+from cbaudit.model.progress import Progress
 
 
 def _missing_requirements(spec: CheckSpec) -> list[str]:
@@ -146,7 +141,7 @@ def run_check(
         pointer=spec.pointer,
         bundle_root=spec.bundle_root,
         update=update,
-        repo_root=_repo_root(spec.bundle_root),
+        root=spec.root,
     )
     declared = spec.spec.get("evidence_class")
     try:
@@ -239,7 +234,7 @@ HEAVY_KINDS = frozenset(
 
 
 def _run_parallel(
-    specs: list[CheckSpec], njobs: int, timeout_s: float | None
+    specs: list[CheckSpec], njobs: int, timeout_s: float | None, progress: Progress | None
 ) -> list[list[CheckResult]]:
     """Run checks in processes: heavy kinds one per task (started first), the many
     millisecond checks in batches so process overhead does not dominate."""
@@ -249,11 +244,27 @@ def _run_parallel(
     batches = [heavy[i : i + 1] for i in range(len(heavy))]
     batches += [light[i : i + size] for i in range(0, len(light), size)]
     out: list[list[CheckResult]] = [[] for _ in specs]
-    with ProcessPoolExecutor(max_workers=njobs) as pool:
-        futures = [(b, pool.submit(_run_batch, [specs[i] for i in b], timeout_s)) for b in batches]
-        for batch, future in futures:
+    done = 0
+    with worker_pool(njobs) as pool:
+        futures = {pool.submit(_run_batch, [specs[i] for i in b], timeout_s): b for b in batches}
+        for future in as_completed(futures):
+            batch = futures[future]
             for i, results in zip(batch, future.result(), strict=True):
                 out[i] = results
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(specs), specs[batch[-1]].check_id)
+    return out
+
+
+def _run_serial(
+    specs: list[CheckSpec], update: bool, timeout_s: float | None, progress: Progress | None
+) -> list[list[CheckResult]]:
+    out: list[list[CheckResult]] = []
+    for spec in specs:
+        out.append(run_check(spec, update, timeout_s))
+        if progress is not None:
+            progress(len(out), len(specs), spec.check_id)
     return out
 
 
@@ -268,10 +279,17 @@ def run_gate(
     update: bool = False,
     select: str | None = None,
     check_timeout: float | None = DEFAULT_CHECK_TIMEOUT_S,
+    root: Path | None = None,
+    progress: Progress | None = None,
 ) -> Report:
-    """Discover bundles under `paths`, run their checks, return one report."""
+    """Discover bundles under `paths`, run their checks, return one report.
+
+    `root` (`--root DIR`) permits every bundle's checks to read inside DIR (which must hold
+    the bundle), overriding a bundle's own `root:`; without either, checks read only inside
+    their bundle. `progress` hears of each finished check.
+    """
     roots = list(paths)
-    bundles: list[Bundle] = [load_bundle(root) for root in discover(roots)]
+    bundles: list[Bundle] = [load_bundle(b, permit=root) for b in discover(roots)]
     specs = [s for b in bundles for s in b.checks]
     if select:
         chosen = [s for s in specs if select in s.check_id or select == s.kind]
@@ -286,9 +304,9 @@ def run_gate(
         specs = chosen
     njobs = default_jobs() if jobs is None else max(1, jobs)
     if update or njobs == 1 or len(specs) < 2:
-        per_check = [run_check(s, update, check_timeout) for s in specs]
+        per_check = _run_serial(specs, update, check_timeout, progress)
     else:
-        per_check = _run_parallel(specs, njobs, check_timeout)
+        per_check = _run_parallel(specs, njobs, check_timeout, progress)
     results = [r for group in per_check for r in group]
     claims: list[dict[str, Any]] = []
     for spec, group in zip(specs, per_check, strict=True):

@@ -27,13 +27,15 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from cbaudit.io.workers import worker_pool
 from cbaudit.model import Location
+from cbaudit.model.progress import Progress
 from cbaudit.mutate.operators import Operator, OperatorRegistry
 from cbaudit.mutate.patch import PatchError, apply_shared
 from cbaudit.mutate.targets import TARGETS, Verdict
@@ -315,8 +317,12 @@ def run_campaign(
     jobs: int = 1,
     timeout_s: float = 10.0,
     limit: int | None = None,
+    progress: Progress | None = None,
 ) -> CampaignResult:
-    """Apply every operator to every fixture of its target and judge each mutant."""
+    """Apply every operator to every fixture of its target and judge each mutant.
+
+    `progress` hears of each finished cell (fixture x operator), with the mutants judged so far.
+    """
     ops = list(operators.values()) if isinstance(operators, OperatorRegistry) else list(operators)
     baselines: dict[str, frozenset[str]] = {}
     originals: dict[str, str] = {}
@@ -327,10 +333,16 @@ def run_campaign(
     cells = [(fx.name, op.name) for fx in fixtures for op in ops if op.target == fx.target]
     by_name = {op.name: op for op in ops}
     results: list[MutantResult] = []
+
+    def judged(cells_done: int, part: list[MutantResult]) -> None:
+        results.extend(part)
+        if progress is not None:
+            progress(cells_done, len(cells), f"{len(results)} mutants judged")
+
     if jobs <= 1 or len(cells) < 2:
         fx_by_name = {f.name: f for f in fixtures}
-        for fx_name, op_name in cells:
-            results += run_cell(
+        for n, (fx_name, op_name) in enumerate(cells, 1):
+            part = run_cell(
                 fx_by_name[fx_name],
                 by_name[op_name],
                 seed=seed,
@@ -339,15 +351,21 @@ def run_campaign(
                 timeout_s=timeout_s,
                 limit=limit,
             )
+            judged(n, part)
     else:
-        chunks = [cells[i::jobs] for i in range(jobs)]
-        with ProcessPoolExecutor(
-            max_workers=jobs,
-            initializer=_init_worker,
-            initargs=(list(_picklable(fixtures)), baselines, originals),
+        # Interleaved chunks, several per worker, so progress moves and the load balances.
+        count = min(len(cells), jobs * 8)
+        chunks = [cells[i::count] for i in range(count)]
+        with worker_pool(
+            jobs, _init_worker, (list(_picklable(fixtures)), baselines, originals)
         ) as pool:
-            for part in pool.map(_run_cells, [(c, seed, timeout_s, limit) for c in chunks if c]):
-                results += part
+            futures = {
+                pool.submit(_run_cells, (c, seed, timeout_s, limit)): len(c) for c in chunks if c
+            }
+            done = 0
+            for future in as_completed(futures):
+                done += futures[future]
+                judged(done, future.result())
     order_fx = {f.name: i for i, f in enumerate(fixtures)}
     order_op = {op.name: i for i, op in enumerate(ops)}
     results.sort(key=lambda m: (order_fx[m.fixture], order_op[m.operator], m.index))

@@ -70,8 +70,7 @@ def _fixtures(ctx: GateContext, rel: Any) -> tuple[list[FixtureInput], str]:
         return valid_fixtures(read_bundle(path)), display
     if not path.is_file():
         raise _bad(ctx, "target", f"{rel!r} does not exist")
-    root = ctx.bundle_root.resolve()
-    return [load_fixture_file(path, str(path.relative_to(root)))], display
+    return [load_fixture_file(path, ctx.display(path))], display
 
 
 def run_mutation(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:

@@ -39,6 +39,9 @@ class Fixture:
     # directory that relative paths inside `data` resolve against: the fixture's own folder,
     # or the base's folder for a patched fixture (the paths come from the base's text)
     directory: Path | None = None
+    # the folder nothing the fixture names may lie outside: the bundle (or its declared root)
+    # when the gate loads it; None means the enclosing bundle (see `enclosing_bundle`)
+    root: Path | None = None
 
     def require_schema(self, schema: str) -> None:
         """Raise `InputError` with located `SCHEMA.*` findings unless the data fits `schema`."""
@@ -58,12 +61,23 @@ def _validate_patch_file(doc: Document) -> list[Finding]:
     return validate(doc.data, "oracle-fixture-patch", file=doc.path, locate=doc.locate)
 
 
+def enclosing_bundle(directory: Path) -> Path:
+    """The nearest folder at or above `directory` holding `bundle.yaml` (else `directory`)."""
+    folder = directory.resolve()
+    for candidate in (folder, *folder.parents):
+        if (candidate / "bundle.yaml").is_file():
+            return candidate
+    return folder
+
+
 def load_fixture(path: Path, *, display: str | None = None, root: Path | None = None) -> Fixture:
-    """Load `path`; resolve `base` + `patch` negative fixtures (base must stay under `root`)."""
+    """Load `path`; resolve `base` + `patch` negative fixtures (base must stay under `root`,
+    which defaults to the fixture's enclosing bundle)."""
+    top = (root or enclosing_bundle(path.parent)).resolve()
     loaded = load_patched(
         path,
         display=display if display is not None else str(path),
-        root=(root or path.parent).resolve(),
+        root=top,
         codes=CODES,
         validate_patch=_validate_patch_file,
     )
@@ -75,4 +89,5 @@ def load_fixture(path: Path, *, display: str | None = None, root: Path | None = 
         base=loaded.base,
         expect_code=loaded.expect_code,
         directory=loaded.directory,
+        root=top,
     )

@@ -30,7 +30,8 @@ from cbaudit.oracles.registry import get_oracle, run_fixture
 if TYPE_CHECKING:  # the gate imports this module; a runtime import would point upwards
     from cbaudit.gate.context import GateContext
 
-# (fixture path, display name, bundle root) -> (evaluate it, codes the fixture file declares)
+# (fixture path, display name, read root: nothing the fixture names may lie outside it)
+#   -> (evaluate it, codes the fixture file declares)
 Loader = Callable[[Path, str, Path], tuple[Callable[[], CheckResult], tuple[str, ...]]]
 
 
@@ -81,9 +82,9 @@ def run_fixture_check(
     expected = _spec_str(spec, "expected", ctx, kind.spec_code) if "expected" in spec else None
     codes = _expected_codes(spec, ctx, kind.spec_code)
     path = ctx.resolve(rel, field="fixture")
-    display = str(path.relative_to(ctx.bundle_root.resolve()))
+    display = ctx.display(path)
     try:
-        evaluate, declared_codes = kind.load(path, display, ctx.bundle_root)
+        evaluate, declared_codes = kind.load(path, display, ctx.read_root)
         if codes is None and declared_codes:
             codes = list(declared_codes)
         result = evaluate()

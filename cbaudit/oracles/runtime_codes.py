@@ -51,7 +51,7 @@ CODES: Mapping[str, str] = {
     "RUNTIME.LOOP3.NUMBER": "a re-asserted Loop 3 number differs from the checked-in report",
     "RUNTIME.LOOP3.BINDING": "a Loop 3 report does not belong to the bound workload",
     # unusable input
-    "RUNTIME.FIXTURE.PATH": "a path in the fixture is absolute, escapes the project or is missing",
+    "RUNTIME.FIXTURE.PATH": "a path in the fixture is absolute, outside the bundle or missing",
 }
 
 

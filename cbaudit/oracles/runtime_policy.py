@@ -45,7 +45,7 @@ from cbaudit.io.loader import Document
 from cbaudit.io.schemas import validate
 from cbaudit.model import CheckResult, EvidenceClass, Location
 from cbaudit.model.findings import pointer_join
-from cbaudit.oracles.fixtures import Fixture
+from cbaudit.oracles.fixtures import Fixture, enclosing_bundle
 from cbaudit.oracles.runtime_codes import CODES, Sink, unusable
 from cbaudit.oracles.runtime_snapshots import (
     Snapshot,
@@ -105,7 +105,9 @@ class _Run:
         target = (directory / rel).resolve()
         if self.root not in target.parents:
             raise unusable(
-                "RUNTIME.FIXTURE.PATH", f"{rel!r} escapes the project folder", self.at(pointer)
+                "RUNTIME.FIXTURE.PATH",
+                f"{rel!r} lies outside the bundle (or its declared root)",
+                self.at(pointer),
             )
         if not target.is_file():
             raise unusable("RUNTIME.FIXTURE.PATH", f"{rel!r} does not exist", self.at(pointer))
@@ -113,14 +115,14 @@ class _Run:
         return load_document(target, display=posixpath.normpath(posixpath.join(here, rel)))
 
 
-def _project_root(directory: Path | None) -> Path:
-    """The nearest folder holding pyproject.toml (else the fixture's own folder)."""
-    if directory is None:
+def _read_root(fixture: Fixture) -> Path:
+    """The folder no file the fixture names may lie outside: the one it was loaded under
+    (the bundle, or its declared root), else the bundle enclosing the fixture."""
+    if fixture.root is not None:
+        return fixture.root.resolve()
+    if fixture.directory is None:
         return Path("/")
-    for folder in (directory, *directory.parents):
-        if (folder / "pyproject.toml").is_file():
-            return folder
-    return directory
+    return enclosing_bundle(fixture.directory)
 
 
 # ---------------------------------------------------------------- the source pin binding
@@ -565,7 +567,7 @@ def run(fixture: Fixture) -> CheckResult:
         "an expected decision",
     )
     fixture.require_schema(FIXTURE_SCHEMA)
-    state = _Run(fixture, _project_root(fixture.directory))
+    state = _Run(fixture, _read_root(fixture))
     pin = _check_pin(state)
     observations = _check_observations(state)
     policies = _check_policies(state, observations)

@@ -4,9 +4,10 @@ A spec field may be
 
 * a relative path string: resolved against the declaring file, inside the bundle
   (`GateContext.resolve`, which refuses escapes);
-* a mapping `{repo_path: REL}`: resolved against the repository root
-  (`GateContext.resolve_repo`: the nearest directory above the bundle holding
-  `pyproject.toml`), refusing absolute paths and escapes;
+* a mapping `{repo_path: REL}`: resolved against the root the bundle declares (`root:` in
+  bundle.yaml) or the user permits (`cbaudit gate --root DIR`) (`GateContext.resolve_repo`),
+  refusing absolute paths and escapes; with no root it is GATE.PATH.ESCAPE (a bundle that
+  reads outside itself says so);
 * a string holding `${NAME}` references: expanded from the environment. An unset or empty
   variable makes the path *unavailable* (the check reports not run, never passed). The
   expanded value is used as given (absolute, or relative to the working directory).

@@ -1,13 +1,21 @@
 """GitHub Actions workflow commands: annotations plus a full step summary.
 
 Actions shows only the first few annotations of a step, so every finding also goes to the
-step summary (Markdown) named by `GITHUB_STEP_SUMMARY`.
+step summary (Markdown) named by `GITHUB_STEP_SUMMARY`. GitHub places an annotation on a file
+only when `file=` is relative to the repository root; the caller passes `relpath`, which maps a
+finding's file (as its check reported it) to that path, or to None when it cannot (the
+annotation is then shown without a file rather than at a wrong one).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from cbaudit.model import Report, Severity
 from cbaudit.report.publish import render_markdown
+
+#: (a finding's file, the subject of its result) -> the repository-relative path, or None.
+RelPath = Callable[[str, str], str | None]
 
 MAX_ANNOTATIONS = 50
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
@@ -21,13 +29,19 @@ def _escape_prop(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def workflow_annotations(report: Report, limit: int = MAX_ANNOTATIONS) -> str:
+def workflow_annotations(
+    report: Report, limit: int = MAX_ANNOTATIONS, *, relpath: RelPath | None = None
+) -> str:
     """`::error file=..,line=..,title=CODE::message` lines for the first `limit` findings."""
     out: list[str] = []
-    for finding in report.findings[:limit]:
+    located = [(f, r.subject) for r in report.results for f in r.findings]
+    for finding, subject in located[:limit]:
         props = [f"title={_escape_prop(finding.code)}"]
-        if finding.location.file:
-            props.insert(0, f"file={_escape_prop(finding.location.file)}")
+        file = finding.location.file
+        if file and relpath is not None:
+            file = relpath(file, subject)
+        if file:
+            props.insert(0, f"file={_escape_prop(file)}")
         if finding.location.line is not None:
             props.append(f"line={finding.location.line}")
         if finding.location.column is not None:

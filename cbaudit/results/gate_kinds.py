@@ -49,6 +49,8 @@ class GateCtx(Protocol):
     def update(self) -> bool: ...
     @property
     def bundle_root(self) -> Path: ...
+    @property
+    def read_root(self) -> Path: ...
     def resolve(self, rel: str, *, field: str = "") -> Path: ...
     def expect_json(
         self, rel: str, actual: Any, check_id: str, *, field: str = "expected"
@@ -275,7 +277,7 @@ def run_failure_closure(spec: Mapping[str, Any], ctx: GateCtx) -> list[CheckResu
     audit = audit_closure(
         doc.data,
         file=doc.path,
-        resolve=contained_resolver(path.parent, ctx.bundle_root, ctx.manifest),
+        resolve=contained_resolver(path.parent, ctx.read_root, ctx.manifest),
         locate=doc.locate,
         update=ctx.update,
     )
@@ -317,7 +319,7 @@ def run_negative(spec: Mapping[str, Any], ctx: GateCtx) -> list[CheckResult]:
     closure_path = ctx.resolve(closure_rel, field="closure")
     k_doc = load_document(closure_path, expect=None, display=closure_rel)
     min_cases = _field(spec, ctx, "min_cases", int, required=False) or 28
-    resolver = contained_resolver(closure_path.parent, ctx.bundle_root, ctx.manifest)
+    resolver = contained_resolver(closure_path.parent, ctx.read_root, ctx.manifest)
 
     def registries(c: Any, r: Any) -> list[Finding]:
         return list(

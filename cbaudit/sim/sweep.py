@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cbaudit.io.workers import worker_pool
 from cbaudit.model import Finding, InputError, Location
+from cbaudit.model.progress import Progress
 
 RATE_KEYS = ("rate_per_s", "rate_per_tick")
 
@@ -148,13 +150,31 @@ def _dicts(err: InputError) -> list[dict[str, Any]]:
 
 
 def _run_cells(
-    config: SweepConfig, cells: Sequence[tuple[float, int]], jobs: int
+    config: SweepConfig,
+    cells: Sequence[tuple[float, int]],
+    jobs: int,
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
+    def tell(done: int, rate: float, rep: int) -> None:
+        if progress is not None:
+            progress(done, len(cells), f"rate {rate:g}, repeat {rep}")
+
     if jobs <= 1 or len(cells) <= 1:
-        return [run_cell(config, rate, rep) for rate, rep in cells]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(run_cell, config, rate, rep) for rate, rep in cells]
-        return [f.result() for f in futures]
+        out: list[dict[str, Any]] = []
+        for rate, rep in cells:
+            out.append(run_cell(config, rate, rep))
+            tell(len(out), rate, rep)
+        return out
+    results: list[dict[str, Any] | None] = [None] * len(cells)
+    with worker_pool(jobs) as pool:
+        futures = {
+            pool.submit(run_cell, config, rate, rep): i for i, (rate, rep) in enumerate(cells)
+        }
+        for done, future in enumerate(as_completed(futures), 1):
+            i = futures[future]
+            results[i] = future.result()
+            tell(done, *cells[i])
+    return [r for r in results if r is not None]
 
 
 def run_sweep(
@@ -166,14 +186,19 @@ def run_sweep(
     jobs: int = 1,
     runner: Callable[[SweepConfig, Sequence[tuple[float, int]], int], list[dict[str, Any]]]
     | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Every cell, the per-rate summary and the goodput-capacity estimate with its spread.
 
     `runner` replaces the local process pool (e.g. with a cluster engine's map); it must return
-    one `run_cell` result per cell, in the order given.
+    one `run_cell` result per cell, in the order given. `progress` hears of each finished cell
+    of the local pool.
     """
     cells = [(rate, rep) for rate in rates for rep in range(repeats)]
-    results = (runner or _run_cells)(config, cells, jobs)
+    if runner is not None:
+        results = runner(config, cells, jobs)
+    else:
+        results = _run_cells(config, cells, jobs, progress)
     errors = [r for r in results if "error" in r]
     if errors:
         raise InputError(

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cbaudit.gate.context import GateContext
-from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError
+from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError, Location
 
 
 def run_echo(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
@@ -35,3 +35,22 @@ def run_spin(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
     n = 0
     while True:
         n += 1
+
+
+def run_read(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+    """Read `file` (any path form of `cbaudit.pins.gate_paths`); pass when it says `ok`."""
+    from cbaudit.pins.gate_paths import spec_path
+
+    where = spec_path(dict(spec), "file", ctx)
+    assert where.path is not None
+    text = where.path.read_text().strip()
+    findings = () if text == "ok" else (Finding("TEST.READ.WRONG", text, location=ctx.location()),)
+    return [CheckResult("read", str(spec["id"]), findings=findings)]
+
+
+def run_fail_at(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+    """Fail with a finding located in file `at` (shown bundle-relative, as fixture checks do)."""
+    path = ctx.resolve(str(spec["at"]), field="at")
+    where = Location(file=ctx.display(path), pointer="/x", line=2)
+    finding = Finding("TEST.AT.WRONG", "wrong here", location=where)
+    return [CheckResult("fail_at", str(spec["id"]), findings=(finding,))]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from _formula_docs import registry_data, write_article, write_registry
-from repo_paths import EVIDENCE, REPO, SHARED
+from repo_paths import EVIDENCE, SHARED
 
 from cbaudit.formulas.gate_kinds import run_formula_audit
 from cbaudit.gate.context import GateContext
@@ -81,7 +81,7 @@ def test_bundle_checks_file(monkeypatch) -> None:
     )
     ctx = GateContext(
         base_dir=CHECKS.parent, manifest="pins/checks.yaml", pointer="/checks/1",
-        bundle_root=CHECKS.parent.parent, repo_root=REPO,
+        bundle_root=CHECKS.parent.parent,
     )  # fmt: skip
     monkeypatch.delenv("CBAUDIT_M52_ARTICLE", raising=False)
     assert _status(run_formula_audit(spec, ctx))["binding"] is CheckStatus.NOT_RUN

@@ -181,11 +181,12 @@ def test_gate_check_matches_its_expected_report(spec: CheckSpec) -> None:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A minimal project tree holding the fixture and every file it binds."""
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'copy'\n")
-    (tmp_path / "pinned").mkdir()
-    shutil.copy(REPO / "pinned/vllm-v0.23.0.yaml", tmp_path / "pinned")
+    """A minimal bundle holding the fixture and every file it binds (no pyproject, no pinned/)."""
     bundle = tmp_path / "evidence/m5-2-continuous-batching"
+    bundle.mkdir(parents=True)
+    shutil.copy(BUNDLE / "bundle.yaml", bundle)
+    (bundle / "pins").mkdir()
+    shutil.copy(BUNDLE / "pins/vllm-v0.23.0.yaml", bundle / "pins")
     shutil.copytree(BUNDLE / "loop3", bundle / "loop3")
     shutil.copytree(LOOP10, bundle / "loop10-runtime")
     return bundle
@@ -209,7 +210,7 @@ def _mem_codes(directory: Path, ops: Sequence[Mapping[str, Any]]) -> set[str]:
 
 
 def test_fixture_copy_runs_clean_in_another_project(project: Path) -> None:
-    """The fixture's bindings are relative, so a copied project passes unchanged."""
+    """The fixture's bindings are relative and inside the bundle, so a copy passes unchanged."""
     assert _codes(FIXTURE, project) == set()
 
 
@@ -217,8 +218,24 @@ def test_fixture_copy_runs_clean_in_another_project(project: Path) -> None:
     "path", ["/etc/hostname", "../../../../../../../../etc/hostname", "missing.yaml"]
 )
 def test_absolute_escaping_or_missing_paths_are_unusable(project: Path, path: str) -> None:
-    """A bound path that is absolute, leaves the project or is absent is RUNTIME.FIXTURE.PATH."""
+    """A bound path that is absolute, leaves the bundle or is absent is RUNTIME.FIXTURE.PATH."""
     ops = [{"op": "replace", "path": "/source_pin/manifest", "value": path}]
+    assert _mem_codes(project / "loop10-runtime", ops) == {"RUNTIME.FIXTURE.PATH"}
+
+
+def test_a_file_beside_a_pyproject_above_the_bundle_is_outside(project: Path) -> None:
+    """A pyproject.toml above the bundle widens nothing: its pinned/ is RUNTIME.FIXTURE.PATH."""
+    top = project.parent.parent
+    (top / "pyproject.toml").write_text("[project]\nname = 'copy'\n")
+    (top / "pinned").mkdir()
+    shutil.copy(BUNDLE / "pins/vllm-v0.23.0.yaml", top / "pinned")
+    ops = [
+        {
+            "op": "replace",
+            "path": "/source_pin/manifest",
+            "value": "../../../pinned/vllm-v0.23.0.yaml",
+        }
+    ]
     assert _mem_codes(project / "loop10-runtime", ops) == {"RUNTIME.FIXTURE.PATH"}
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from _pin_trees import make_repo, manifest_data, write_manifest, write_tree
-from repo_paths import EVIDENCE, REPO
+from repo_paths import EVIDENCE
 
 from cbaudit.gate.context import GateContext
 from cbaudit.model import CheckStatus, InputError
@@ -23,7 +23,7 @@ def _ctx(bundle: Path, repo: Path | None = None) -> GateContext:
         manifest="pins/checks.yaml",
         pointer="/checks/0",
         bundle_root=bundle,
-        repo_root=repo,
+        root=repo,
     )
 
 
@@ -133,7 +133,7 @@ def test_bundle_checks_file_runs(monkeypatch) -> None:
     bundle = CHECKS.parent.parent
     ctx = GateContext(
         base_dir=CHECKS.parent, manifest="pins/checks.yaml", pointer="/checks/0",
-        bundle_root=bundle, repo_root=REPO,
+        bundle_root=bundle,
     )  # fmt: skip
     status = _status(run_pin(spec, ctx))
     assert status == {
