@@ -41,7 +41,12 @@ def sweep(
         ..., help="Workload generator spec (kind: workload-generator)."
     ),
     policy: str = typer.Option(..., "--policy", "-p", help="Policy id."),
-    rates: str = typer.Option(..., "--rates", help="A:B:N offered rates (the spec's rate unit)."),
+    rates: str = typer.Option(
+        ...,
+        "--rates",
+        metavar="A:B:N",
+        help="N evenly spaced offered rates from A to B inclusive (the spec's rate unit).",
+    ),
     repeats: int = typer.Option(3, "--repeats", min=1, help="Seeds per rate (seed + k)."),
     attainment: float = typer.Option(0.9, "--attainment", help="Target offered-load attainment."),
     goodput: list[str] = typer.Option(

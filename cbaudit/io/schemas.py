@@ -43,7 +43,9 @@ def load_schema(name: str) -> dict[str, Any]:
     path = schema_root() / f"{name}{_SUFFIX}"
     if not path.is_file():
         known = ", ".join(list_schemas())
-        raise InputError.at("SCHEMA.UNKNOWN", f"no schema named {name!r} (known: {known})")
+        raise InputError.at(
+            "SCHEMA.UNKNOWN", f"no schema named {name!r} (known: {known})", str(path)
+        )
     loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return loaded
 
