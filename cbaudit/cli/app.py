@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -233,6 +232,8 @@ def run(args: list[str]) -> int:
         return int(ExitCode.UNUSABLE) if err.exit_code == 1 else int(err.exit_code)
     except Exception as err:  # the top-level handler: a crash never looks like exit 1
         if debug:
+            import traceback
+
             traceback.print_exc()
         else:
             sys.stderr.write(

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from cbaudit.io.json_locate import first_value_pos, line_col, locate_pointer, split_pointer
 from cbaudit.io.json_strict import parse_json
@@ -27,9 +27,11 @@ from cbaudit.io.limits import (
     MAX_BYTES_ENV,
     resolve_max_bytes,
 )
-from cbaudit.io.yaml_strict import MarkNode, locate_marks, parse_yaml
 from cbaudit.model import InputError, Location, UsageError
 from cbaudit.model.errors import file_error
+
+if TYPE_CHECKING:  # the YAML reader (and PyYAML) load only for YAML input
+    from cbaudit.io.yaml_strict import MarkNode
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -72,6 +74,8 @@ class Document:
     def locate(self, pointer: str) -> Location:
         """File, pointer, line and column of the value at `pointer` (or its nearest ancestor)."""
         if self.fmt == "yaml" and self._marks is not None:
+            from cbaudit.io.yaml_strict import locate_marks
+
             line, column = locate_marks(self._marks, pointer)
         elif self.fmt == "jsonl":
             line, column = _locate_jsonl(self.text, pointer)
@@ -264,6 +268,8 @@ def load_text(
             line, column = line_col(decoded, first_value_pos(decoded))
             _check_top(data, expect, name, line + line_offset, column)
     else:
+        from cbaudit.io.yaml_strict import parse_yaml
+
         data, marks = parse_yaml(
             decoded, name=name, max_depth=max_depth, max_alias_nodes=max_alias_nodes
         )
