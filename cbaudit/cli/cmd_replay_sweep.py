@@ -73,10 +73,9 @@ def sweep(
         limits = parse_goodput(goodput or [])
     except ValueError as err:
         raise UsageError(str(err)) from None
-    doc = load_document(generator, display=str(generator))
+    # a sweep needs a generator spec: any other document is unusable (SCHEMA.*, exit 2)
+    doc = load_document(generator, display=str(generator), schema="workload-generator")
     spec = dict(doc.data)
-    if spec.get("kind") != "workload-generator":
-        raise UsageError(f"{generator}: a sweep needs a generator spec (kind: workload-generator)")
     core.rate_field(spec, doc.path)
     base = seed if seed is not None else spec.get("seed")
     if not isinstance(base, int) or isinstance(base, bool):

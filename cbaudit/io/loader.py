@@ -307,19 +307,22 @@ def load_document(
     display: str | None = None,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_alias_nodes: int = DEFAULT_MAX_ALIAS_NODES,
+    schema: str | None = None,
 ) -> Document:
     """Read and parse the file at `path`.
 
     The format is `fmt`, else the suffix (.json, .yaml/.yml, .jsonl/.ndjson), else JSON when
     the text starts with `{` or `[` and YAML otherwise. `max_bytes` defaults to
     $CBAUDIT_MAX_INPUT_BYTES or 64 MiB. `expect` is the required top-level type (for JSONL:
-    of each record); `display` is the name used in findings.
+    of each record); `display` is the name used in findings. With `schema` (a shipped schema
+    name) a document that does not satisfy it is unusable too: InputError with its located
+    `SCHEMA.*` findings.
     """
     p = Path(path)
     name = display if display is not None else str(path)
     kind = _format_for(p, fmt)
     raw = read_bounded(p, name, resolve_max_bytes(max_bytes))
-    return load_text(
+    doc = load_text(
         raw,
         name=name,
         fmt=kind,
@@ -327,6 +330,13 @@ def load_document(
         max_depth=max_depth,
         max_alias_nodes=max_alias_nodes,
     )
+    if schema is not None:
+        from cbaudit.io.schemas import validate
+
+        findings = validate(doc.data, schema, file=doc.path, locate=doc.locate)
+        if findings:
+            raise InputError(findings)
+    return doc
 
 
 def iter_jsonl(
