@@ -107,7 +107,7 @@ def _prepare(command: Any, ctx: Any, *, subcommands: bool = True) -> None:
 
 
 class _LazyCommands(MutableMapping[str, Any]):
-    """The root group's commands: every name of `COMMANDS`, each loaded on first use."""
+    """The root group's commands: the names of `COMMANDS`, each loaded on first use."""
 
     def __init__(self) -> None:
         self._loaded: dict[str, Any] = {}
@@ -120,20 +120,19 @@ class _LazyCommands(MutableMapping[str, Any]):
         return self._loaded[name]
 
     def __setitem__(self, name: str, command: Any) -> None:
-        self._loaded[name] = command
+        raise TypeError("the command table is fixed: add a command to COMMANDS")
 
     def __delitem__(self, name: str) -> None:
         raise TypeError("the command table is fixed")
 
     def __iter__(self) -> Iterator[str]:
-        yield from COMMANDS
-        yield from (n for n in self._loaded if n not in COMMANDS)
+        return iter(COMMANDS)
 
     def __len__(self) -> int:
-        return len(set(COMMANDS) | set(self._loaded))
+        return len(COMMANDS)
 
     def __contains__(self, name: object) -> bool:
-        return name in COMMANDS or name in self._loaded
+        return name in COMMANDS
 
 
 class LazyGroup(TyperGroup):

@@ -73,8 +73,8 @@ def sweep(
         limits = parse_goodput(goodput or [])
     except ValueError as err:
         raise UsageError(str(err)) from None
-    # a sweep needs a generator spec: any other document is unusable (SCHEMA.*, exit 2)
-    doc = load_document(generator, display=str(generator), schema="workload-generator")
+    doc = load_document(generator, display=str(generator))
+    core.require_generator(doc)
     spec = dict(doc.data)
     core.rate_field(spec, doc.path)
     base = seed if seed is not None else spec.get("seed")

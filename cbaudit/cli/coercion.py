@@ -4,8 +4,10 @@ Typer 0.29 turns every parameter value into its annotated type through a pydanti
 `TypeAdapter`, built on first use; importing pydantic and building the adapters costs about
 60 ms, more than half of what a whole small command may take (issue 13). cbaudit's parameters
 use a handful of plain types (`str`, `int` and `float` with optional `min`/`max`, `Path`,
-a `StrEnum`, and lists of these), which this module converts with the same rules, down to
-the same accepted spellings (a differential test holds it equal to typer's own coercion).
+a `StrEnum`, flags, and lists of these), which this module converts by typer's rules: a
+differential test holds it equal to typer's own coercion on values as people write them,
+and shows it never accepts what typer refuses (it does refuse some garbled spellings that
+pydantic reads, such as `0-5` for -5).
 
 Anything else (a custom parser, clamping, path checks beyond the defaults, case-insensitive
 choices, any other type) keeps typer's coercion: this module only ever replaces it where it

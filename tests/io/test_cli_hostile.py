@@ -74,7 +74,11 @@ def _slots(tmp: Path) -> list[Slot]:
         Slot("validate-plan", ("validate-plan", "{}")),
         Slot("validate-plan --trace", ("validate-plan", "--trace", "{}"), suffix=".jsonl"),
         Slot("replay", ("replay", "{}", "--policy", "fifo")),
-        Slot("replay sweep", ("replay", "sweep", "{}", "--policy", "fifo", "--rates", "1:1:1")),
+        Slot(
+            "replay sweep",
+            ("replay", "sweep", "{}", "--policy", "fifo", "--rates", "1:1:1"),
+            codes=(("wrong-shape", "SWEEP.GENERATOR.KIND"),),
+        ),
         Slot(
             "mutate",
             ("mutate", "{}"),
