@@ -17,8 +17,6 @@ from typer.core import TyperGroup
 from cbaudit.cli.common import FormatOpt, OutputFormat, OutputOpt, QuietOpt, VerboseOpt, emit
 from cbaudit.io.loader import load_document
 from cbaudit.model import CheckResult, EvidenceClass, InputDigest, Report, UsageError
-from cbaudit.sim import sweep as core
-from cbaudit.sim.slo import parse_goodput
 
 
 class ReplayGroup(TyperGroup):
@@ -66,6 +64,9 @@ def sweep(
     verbose: int = VerboseOpt,
 ) -> int:
     """Replay GENERATOR at each offered rate and estimate the goodput capacity."""
+    from cbaudit.sim import sweep as core  # here: `replay run` need not load the sweep
+    from cbaudit.sim.slo import parse_goodput
+
     if not 0 < attainment <= 1:
         raise UsageError("--attainment must be in (0, 1]")
     try:

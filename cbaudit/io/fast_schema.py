@@ -108,7 +108,10 @@ def _all(checks: list[Check]) -> Check:
         return checks[0]
 
     def check(x: Any) -> bool:
-        return all(c(x) for c in checks)
+        for c in checks:  # noqa: SIM110 - the hot path; all() over a generator is slower
+            if not c(x):
+                return False
+        return True
 
     return check
 
@@ -226,9 +229,12 @@ def _properties(c: _Compiler, s: dict[str, Any], base: str) -> Check:
     props = {name: c.compile(sub, base) for name, sub in s["properties"].items()}
 
     def check(x: Any) -> bool:
-        if not isinstance(x, dict):
-            return True
-        return all(test(x[name]) for name, test in props.items() if name in x)
+        if isinstance(x, dict):
+            for name, value in x.items():
+                test = props.get(name)
+                if test is not None and not test(value):
+                    return False
+        return True
 
     return check
 
@@ -244,10 +250,16 @@ def _additional(c: _Compiler, s: dict[str, Any], base: str) -> Check:
     if test is _true:
         return _true
     if test is _false:
-        return lambda x: not isinstance(x, dict) or all(k in declared for k in x)
-    return lambda x: (
-        not isinstance(x, dict) or all(test(v) for k, v in x.items() if k not in declared)
-    )
+        return lambda x: not isinstance(x, dict) or declared.issuperset(x)
+
+    def check(x: Any) -> bool:
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k not in declared and not test(v):
+                    return False
+        return True
+
+    return check
 
 
 def _property_names(c: _Compiler, s: dict[str, Any], base: str) -> Check:
@@ -258,7 +270,15 @@ def _property_names(c: _Compiler, s: dict[str, Any], base: str) -> Check:
 def _items(c: _Compiler, s: dict[str, Any], base: str) -> Check:
     skip = len(s.get("prefixItems", []))
     test = c.compile(s["items"], base)
-    return lambda x: not isinstance(x, list) or all(test(v) for v in x[skip:])
+
+    def check(x: Any) -> bool:
+        if isinstance(x, list):
+            for v in x[skip:] if skip else x:
+                if not test(v):
+                    return False
+        return True
+
+    return check
 
 
 def _prefix_items(c: _Compiler, s: dict[str, Any], base: str) -> Check:

@@ -27,7 +27,6 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -342,6 +341,8 @@ def run_campaign(
                 limit=limit,
             )
     else:
+        from concurrent.futures import ProcessPoolExecutor  # only when there are workers
+
         chunks = [cells[i::jobs] for i in range(jobs)]
         with ProcessPoolExecutor(
             max_workers=jobs,

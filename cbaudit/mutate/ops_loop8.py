@@ -16,9 +16,8 @@ from typing import Any
 from cbaudit.mutate.operators import Edit, Operator, remove, replace
 from cbaudit.mutate.patch import pointer_of
 from cbaudit.sim.fairness import VTC_ASSUMPTIONS
-from cbaudit.sim.fairness_oracle import NAME
 
-TARGET = f"oracle:{NAME}"
+TARGET = "oracle:fairness-starvation"  # cbaudit.sim.fairness_oracle.NAME (a test holds it)
 LOOP = "8"
 
 

@@ -18,9 +18,8 @@ from typing import Any
 from cbaudit.contract.preemption import OWNERS
 from cbaudit.mutate.operators import Edit, Operator, add, remove, replace
 from cbaudit.mutate.patch import pointer_of
-from cbaudit.sim.preemption_oracle import NAME
 
-TARGET = f"oracle:{NAME}"
+TARGET = "oracle:preemption-resume"  # cbaudit.sim.preemption_oracle.NAME (a test holds it)
 LOOP = "9"
 BINDING_FIELDS = ("request_id", "generation", "snapshot_sha256", "suspension_epoch")
 #: Logical K/V bytes of one row (M5.1 ABI): a capacity declaration off by one row.
