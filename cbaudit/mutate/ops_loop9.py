@@ -15,7 +15,6 @@ import random
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cbaudit.contract.preemption import OWNERS
 from cbaudit.mutate.operators import Edit, Operator, add, remove, replace
 from cbaudit.mutate.patch import pointer_of
 
@@ -59,6 +58,8 @@ def _current_receipts(
     data: Mapping[str, Any],
 ) -> Iterator[tuple[int, Mapping[str, Any], int, Mapping[str, Any]]]:
     """Receipts of live cases that currently match their intent (not stale, right owner)."""
+    from cbaudit.contract.preemption import OWNERS  # the contract's table, loaded on use
+
     for i, case in _cases(data):
         if not _live(case):
             continue
@@ -137,6 +138,8 @@ def _epoch_not_monotone(data: Mapping[str, Any], rng: random.Random) -> Iterator
 
 
 def _wrong_owner(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
+    from cbaudit.contract.preemption import OWNERS
+
     modules = sorted(set(OWNERS.values()))
     for i, _case, j, rc in _current_receipts(data):
         owner = rng.choice([m for m in modules if m != rc["owner"]])
