@@ -33,9 +33,11 @@ def _own(name: str) -> Any:
 
 
 def test_every_shipped_schema_compiles() -> None:
-    """Each shipped schema uses only keywords the own pass implements (so it is used)."""
+    """Each shipped schema uses only keywords the own pass implements (so it is used), and its
+    `$id` is the one `$ref`s are resolved by."""
     for name in SCHEMAS:
         _own(name)
+        assert _schema_at(_uri(name))["$id"] == _uri(name)
 
 
 @pytest.mark.parametrize(
