@@ -1,51 +1,187 @@
-"""The Typer application: one module per command, registered explicitly."""
+"""The Typer application: a root group that imports a command's module only when it runs.
+
+`COMMANDS` is the table of top-level commands: the module whose `register(app)` defines each
+one, and the one-line summary `cbaudit --help` shows for it. Listing the commands imports
+none of them; running one imports its module (and the core it calls) and nothing else, so a
+one-file `validate-plan` does not pay for the gate, mutate or the simulator. A test holds each
+summary equal to the help of the command it names.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
-import traceback
-from types import ModuleType
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass
+from typing import Any
 
-import click
 import typer
+import typer.main
+from typer.core import TyperCommand, TyperGroup
 
 from cbaudit import __version__
-from cbaudit.cli import (
-    cmd_bench,
-    cmd_compare,
-    cmd_formula,
-    cmd_gate,
-    cmd_mutate,
-    cmd_pin,
-    cmd_replay,
-    cmd_schema,
-    cmd_validate,
-)
+from cbaudit.cli.coercion import install_light_coercion
 from cbaudit.cli.common import fail_input
+from cbaudit.cli.helptext import readable_help
 from cbaudit.model import CbauditError, ExitCode, InputError
 
-COMMAND_MODULES: tuple[ModuleType, ...] = (
-    cmd_validate,
-    cmd_replay,
-    cmd_mutate,
-    cmd_pin,
-    cmd_formula,
-    cmd_compare,
-    cmd_bench,
-    cmd_gate,
-    cmd_schema,
-)
+
+@dataclass(frozen=True)
+class CommandEntry:
+    """Where a top-level command is defined, and its summary for `cbaudit --help`."""
+
+    module: str
+    summary: str
+
+
+COMMANDS: dict[str, CommandEntry] = {
+    "validate-plan": CommandEntry(
+        "cbaudit.cli.cmd_validate",
+        "Check plan cases and traces against the scheduler contract (article 0x01A).",
+    ),
+    "replay": CommandEntry(
+        "cbaudit.cli.cmd_replay",
+        "Replay WORKLOAD under a policy (`replay WORKLOAD --policy ID`, the same as"
+        " `replay run ...`), or sweep offered rates (`replay sweep`).",
+    ),
+    "mutate": CommandEntry(
+        "cbaudit.cli.cmd_mutate",
+        "Mutate valid fixtures one invariant at a time; every mutant must be rejected.",
+    ),
+    "verify-pin": CommandEntry(
+        "cbaudit.cli.cmd_pin",
+        "Check a pin manifest's hashes, sizes, blob ids and line markers against a source.",
+    ),
+    "pin": CommandEntry("cbaudit.cli.cmd_pin", "Create pin manifests for runtime sources."),
+    "formula-audit": CommandEntry(
+        "cbaudit.cli.cmd_formula",
+        "Check a formula registry: ids, plain forms, families, units, examples, article hashes.",
+    ),
+    "compare-results": CommandEntry(
+        "cbaudit.cli.cmd_compare",
+        "Compare two results, or every pair of a registry: comparability first, then statistics.",
+    ),
+    "audit-registries": CommandEntry(
+        "cbaudit.cli.cmd_compare",
+        "Audit the paper-contract and source-reported-result registries (article 0x0E).",
+    ),
+    "failure-closure": CommandEntry(
+        "cbaudit.cli.cmd_compare",
+        "Check the failure-closure bindings; --update rewrites their hashes (atomically).",
+    ),
+    "bench": CommandEntry(
+        "cbaudit.cli.cmd_bench",
+        "Measure mixed-step timings with torch (extra `bench`), check results files,"
+        " attach them to replay reports.",
+    ),
+    "gate": CommandEntry(
+        "cbaudit.cli.cmd_gate",
+        "Run the checks declared by each bundle.yaml under DIR; exit 0 pass, 1 fail, 2 unusable.",
+    ),
+    "schema": CommandEntry(
+        "cbaudit.cli.cmd_schema", "List, show and export the JSON Schemas cbaudit ships."
+    ),
+}
+
+
+def load_command(name: str) -> Any:
+    """The click command `name`, built from its module's `register(app)` (imported now).
+
+    Its parameters get the light coercion of `cbaudit.cli.coercion` and the readable type
+    labels of `cbaudit.cli.helptext`.
+    """
+    entry = COMMANDS[name]
+    module = importlib.import_module(entry.module)
+    holder = typer.Typer()
+    module.register(holder)
+    group = typer.main.get_group(holder)
+    command = group.commands[name]
+    _prepare(command, typer.Context(group))
+    return command
+
+
+def _prepare(command: Any, ctx: Any, *, subcommands: bool = True) -> None:
+    install_light_coercion(command, ctx, subcommands=subcommands)
+    readable_help(command, ctx, subcommands=subcommands)
+
+
+class _LazyCommands(MutableMapping[str, Any]):
+    """The root group's commands: the names of `COMMANDS`, each loaded on first use."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._loaded:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self._loaded[name] = load_command(name)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        raise TypeError("the command table is fixed: add a command to COMMANDS")
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("the command table is fixed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS
+
+
+class LazyGroup(TyperGroup):
+    """A group whose commands come from `COMMANDS`; help and completion list their summaries."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = _LazyCommands()
+        self._summaries_only = False
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # The root's own options (typer appends the completion ones after building the group);
+        # each command gets its light coercion as it loads.
+        _prepare(self, ctx, subcommands=False)
+        return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if self._summaries_only and cmd_name in COMMANDS:
+            return TyperCommand(name=cmd_name, help=COMMANDS[cmd_name].summary)
+        return self.commands.get(cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._summaries_only = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._summaries_only = False
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> Any:
+        self._summaries_only = True
+        try:
+            return super().shell_complete(ctx, incomplete)
+        finally:
+            self._summaries_only = False
+
 
 app = typer.Typer(
     name="cbaudit",
+    cls=LazyGroup,
     help=(
         "Evidence and audit toolkit for claims about LLM-serving schedulers.\n\n"
         "Exit codes: 0 all checks pass, 1 the audit found failures, "
         "2 unusable input or invocation, 3 internal error."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
@@ -68,15 +204,6 @@ def _root(
         os.environ["CBAUDIT_DEBUG"] = "1"
 
 
-for _module in COMMAND_MODULES:
-    _module.register(app)
-
-
-def _is_click_error(err: BaseException) -> bool:
-    """Typer vendors its own click; its usage errors are ClickException look-alikes."""
-    return callable(getattr(err, "show", None)) and hasattr(err, "exit_code")
-
-
 def run(args: list[str]) -> int:
     """Invoke the app; map every outcome onto the documented exit codes."""
     from cbaudit.cli.signals import Interrupted, stop_on_signals
@@ -93,20 +220,25 @@ def run(args: list[str]) -> int:
     except CbauditError as err:  # UsageError and the rest: unusable invocation
         sys.stderr.write(f"cbaudit: error: {err}\n")
         return int(ExitCode.UNUSABLE)
-    except (click.exceptions.Abort, typer.Abort):
+    except typer.Abort:
         sys.stderr.write("cbaudit: aborted\n")
         return int(ExitCode.UNUSABLE)
-    except (click.exceptions.Exit, typer.Exit) as err:
+    except typer.Exit as err:
         return int(err.exit_code)
     except KeyboardInterrupt:
         sys.stderr.write("cbaudit: interrupted\n")
         return 130
+    except typer.TyperException as err:  # typer's usage errors (its own copy of click's)
+        show = getattr(err, "show", None)
+        if callable(show):
+            show()
+        else:
+            sys.stderr.write(f"cbaudit: error: {err.format_message()}\n")
+        return int(ExitCode.UNUSABLE) if err.exit_code == 1 else int(err.exit_code)
     except Exception as err:  # the top-level handler: a crash never looks like exit 1
-        if _is_click_error(err):
-            err.show()  # type: ignore[attr-defined]
-            code = int(err.exit_code)  # type: ignore[attr-defined]
-            return int(ExitCode.UNUSABLE) if code == 1 else code
         if debug:
+            import traceback
+
             traceback.print_exc()
         else:
             sys.stderr.write(

@@ -10,13 +10,7 @@ from cbaudit.cli.common import FormatOpt, OutputFormat, OutputOpt, QuietOpt, Ver
 from cbaudit.io.atomic import atomic_write
 from cbaudit.io.loader import load_document
 from cbaudit.model import CheckResult, EvidenceClass, InputDigest, Report, UsageError
-from cbaudit.report.json_report import dumps_canonical
-from cbaudit.results.closure import audit_closure
-from cbaudit.results.compare import CompareOptions, compare_all_pairs, compare_pair
-from cbaudit.results.metrics import load_metrics
 from cbaudit.results.paths import resolve_input, split_selector
-from cbaudit.results.registries import audit_registries
-from cbaudit.results.samples import adapt, select
 
 
 def _csv(value: str | None) -> frozenset[str]:
@@ -55,6 +49,10 @@ def compare_results(
 
     Exit 0 unless --fail-on names what was found (then 1); unusable input exits 2.
     """
+    from cbaudit.results.compare import CompareOptions, compare_all_pairs, compare_pair
+    from cbaudit.results.metrics import load_metrics
+    from cbaudit.results.samples import adapt, select
+
     opts = CompareOptions(
         alpha=alpha, min_change=min_change / 100.0, fail_on=_csv(fail_on), allow=frozenset(allow)
     )
@@ -100,9 +98,12 @@ def audit_registries_cmd(
     verbose: int = VerboseOpt,
 ) -> int:
     """Audit the paper-contract and source-reported-result registries (article 0x0E)."""
+    from cbaudit.results.registries import audit_registries
+
     c_path, r_path = resolve_input(contracts), resolve_input(results)
-    c_doc = load_document(c_path, expect=None, display=contracts)
-    r_doc = load_document(r_path, expect=None, display=results)
+    # a registry of the wrong shape is unusable (exit 2), not an audit failure
+    c_doc = load_document(c_path, display=contracts, schema="paper-contracts")
+    r_doc = load_document(r_path, display=results, schema="source-reported-results")
     audit = audit_registries(
         c_doc.data,
         r_doc.data,
@@ -134,7 +135,10 @@ def failure_closure_cmd(
     verbose: int = VerboseOpt,
 ) -> int:
     """Check the failure-closure bindings; --update rewrites their hashes (atomically)."""
-    doc = load_document(registry, expect=None)
+    from cbaudit.report.json_report import dumps_canonical
+    from cbaudit.results.closure import audit_closure
+
+    doc = load_document(registry, schema="failure-closure")  # wrong shape: exit 2
     base = registry.parent
 
     def resolve(rel: str) -> Path:

@@ -39,11 +39,31 @@ def _progress_bar(quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
         yield None if bar is None else (lambda done, total: bar(done, total, ""))
 
 
+def _list_policies(value: bool) -> None:
+    """Print every registered policy with its one-line summary, then exit 0."""
+    if not value:
+        return
+    from cbaudit.policies.registry import POLICIES
+
+    width = max(len(pid) for pid in POLICIES.ids())
+    for pid in POLICIES.ids():
+        typer.echo(f"{pid:<{width}}  {POLICIES.summary(pid)}")
+    raise typer.Exit(0)
+
+
 def replay(
     workload: Path = typer.Argument(
         ..., help="WorkloadManifest or workload-generator spec (JSON or YAML)."
     ),
     policy: str = typer.Option(..., "--policy", "-p", help="Policy id (see --list-policies)."),
+    _list: bool = typer.Option(
+        False,
+        "--list-policies",
+        callback=_list_policies,
+        is_eager=True,
+        expose_value=False,
+        help="List the registered policies with a one-line summary each, and exit.",
+    ),
     policy_option: list[str] = typer.Option(None, "--policy-option", help="key=value, repeatable."),
     cost_model: str = typer.Option("unit", "--cost-model", help="unit | roofline | table."),
     cost_option: list[str] = typer.Option(None, "--cost-option", help="key=value, repeatable."),

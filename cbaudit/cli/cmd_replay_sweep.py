@@ -18,8 +18,6 @@ from cbaudit.cli.common import FormatOpt, OutputFormat, OutputOpt, QuietOpt, Ver
 from cbaudit.cli.progress import progress_bar
 from cbaudit.io.loader import load_document
 from cbaudit.model import CheckResult, EvidenceClass, InputDigest, Report, UsageError
-from cbaudit.sim import sweep as core
-from cbaudit.sim.slo import parse_goodput
 
 
 class ReplayGroup(TyperGroup):
@@ -42,7 +40,12 @@ def sweep(
         ..., help="Workload generator spec (kind: workload-generator)."
     ),
     policy: str = typer.Option(..., "--policy", "-p", help="Policy id."),
-    rates: str = typer.Option(..., "--rates", help="A:B:N offered rates (the spec's rate unit)."),
+    rates: str = typer.Option(
+        ...,
+        "--rates",
+        metavar="A:B:N",
+        help="N evenly spaced offered rates from A to B inclusive (the spec's rate unit).",
+    ),
     repeats: int = typer.Option(3, "--repeats", min=1, help="Seeds per rate (seed + k)."),
     attainment: float = typer.Option(0.9, "--attainment", help="Target offered-load attainment."),
     goodput: list[str] = typer.Option(
@@ -62,6 +65,9 @@ def sweep(
     verbose: int = VerboseOpt,
 ) -> int:
     """Replay GENERATOR at each offered rate and estimate the goodput capacity."""
+    from cbaudit.sim import sweep as core  # here: `replay run` need not load the sweep
+    from cbaudit.sim.slo import parse_goodput
+
     if not 0 < attainment <= 1:
         raise UsageError("--attainment must be in (0, 1]")
     try:
@@ -70,9 +76,8 @@ def sweep(
     except ValueError as err:
         raise UsageError(str(err)) from None
     doc = load_document(generator, display=str(generator))
+    core.require_generator(doc)
     spec = dict(doc.data)
-    if spec.get("kind") != "workload-generator":
-        raise UsageError(f"{generator}: a sweep needs a generator spec (kind: workload-generator)")
     core.rate_field(spec, doc.path)
     base = seed if seed is not None else spec.get("seed")
     if not isinstance(base, int) or isinstance(base, bool):

@@ -31,7 +31,9 @@ OutputOpt = typer.Option(
     None, "--output", "-o", help="Write the report to FILE (atomically) instead of stdout."
 )
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Only failures and the verdict.")
-VerboseOpt = typer.Option(0, "--verbose", "-v", count=True, help="More detail (metrics).")
+VerboseOpt = typer.Option(
+    0, "--verbose", "-v", count=True, help="More detail: -v adds metrics, -vv every metric row."
+)
 
 
 def use_color() -> bool:

@@ -1,37 +1,5 @@
 """The scheduler contract (article 0x01A): records, their checks, and the validator API."""
 
-from cbaudit.contract.records import (
-    IterationPlan,
-    IterationResult,
-    Phase,
-    Queue,
-    RequestView,
-    SchedulerState,
-    WorkItem,
-    WorkloadManifest,
-)
-from cbaudit.contract.validator import (
-    validate_case,
-    validate_case_file,
-    validate_plan,
-    validate_result,
-    validate_state,
-    validate_trace,
-)
-
-__all__ = [
-    "IterationPlan",
-    "IterationResult",
-    "Phase",
-    "Queue",
-    "RequestView",
-    "SchedulerState",
-    "WorkItem",
-    "WorkloadManifest",
-    "validate_case",
-    "validate_case_file",
-    "validate_plan",
-    "validate_result",
-    "validate_state",
-    "validate_trace",
-]
+# The records live in `cbaudit.contract.records` and the validator API in
+# `cbaudit.contract.validator`; this package imports neither, so the replay engine (which
+# needs the records and the live checks) does not load the case and trace readers.

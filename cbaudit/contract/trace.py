@@ -24,7 +24,7 @@ from cbaudit.contract.records import (
 from cbaudit.contract.result_contract import check_result
 from cbaudit.contract.state_contract import check_state, check_workload
 from cbaudit.io.loader import load_text
-from cbaudit.io.schemas import is_valid, validate
+from cbaudit.io.schemas import validate, validator_for_many
 from cbaudit.model import (
     CheckResult,
     CheckStatus,
@@ -98,6 +98,8 @@ def validate_trace(
     fh = opened
     lineno = 0
     records = 0
+    record_ok = validator_for_many("trace-record")
+    shape_ok = {kind: validator_for_many(schema) for kind, schema in _SCHEMA_OF.items()}
     try:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
@@ -106,7 +108,7 @@ def validate_trace(
             obj = _parse_line(raw, name, lineno, sink)
             if obj is None:
                 continue
-            if not isinstance(obj, dict) or not is_valid(obj, "trace-record"):
+            if not isinstance(obj, dict) or not record_ok(obj):
                 for f in validate(obj, "trace-record", file=name):
                     loc = Location(file=name, pointer=f.location.pointer, line=lineno)
                     sink.add(Finding(f.code, f.message, f.severity, loc), unusable=True)
@@ -114,7 +116,7 @@ def validate_trace(
             kind: str = obj["record"]
             data: dict[str, Any] = obj["data"]
             counts[kind] += 1
-            if not is_valid(data, _SCHEMA_OF[kind]):
+            if not shape_ok[kind](data):
                 data_or_none = _shape(data, kind, name, lineno, sink)
                 if data_or_none is None:
                     continue

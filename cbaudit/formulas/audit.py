@@ -22,6 +22,8 @@ from cbaudit.formulas.evaluator import (
 from cbaudit.formulas.extract import DisplayEquation, extract_equations
 from cbaudit.formulas.normalize import NORMALIZATION_ID, RULES, equation_hash
 from cbaudit.formulas.registry import Registry
+from cbaudit.io.limits import resolve_max_bytes
+from cbaudit.io.loader import read_bounded
 from cbaudit.model import CheckResult, CheckStatus, Finding, InputError, Location, Severity
 from cbaudit.model.findings import pointer_join
 
@@ -42,9 +44,9 @@ class Article:
 def read_article(path: Path, display: str | None = None) -> Article:
     """Read an article and extract its display equations; InputError when unreadable."""
     name = display if display is not None else str(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError.at("FORMULA.ARTICLE.NOT_FOUND", "no such article file", name)
-    raw = path.read_bytes()
+    raw = read_bounded(path, name, resolve_max_bytes())  # a directory, unreadable, too large
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import difflib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cbaudit.io.atomic import atomic_write
+from cbaudit.io.loader import load_document
 from cbaudit.model import Finding, InputError, Location, Severity
 from cbaudit.model.canonical import dumps_canonical
 
@@ -152,11 +152,9 @@ class GateContext:
                     location=loc,
                 )
             ]
-        old = path.read_text(encoding="utf-8", errors="replace")  # non-UTF-8 bytes: drift
-        try:
-            old_canon = dumps_canonical(json.loads(old))
-        except ValueError:
-            old_canon = old
+        # An expected file that is not usable JSON (broken, non-UTF-8, nested past the depth
+        # limit, ...) is unusable input: its located LOAD.* finding, exit 2.
+        old_canon = dumps_canonical(load_document(path, fmt="json", expect=None).data)
         if old_canon == text:
             return []
         diff = "".join(

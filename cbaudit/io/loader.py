@@ -16,7 +16,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from cbaudit.io.json_locate import first_value_pos, line_col, locate_pointer, split_pointer
 from cbaudit.io.json_strict import parse_json
@@ -27,9 +27,11 @@ from cbaudit.io.limits import (
     MAX_BYTES_ENV,
     resolve_max_bytes,
 )
-from cbaudit.io.yaml_strict import MarkNode, locate_marks, parse_yaml
 from cbaudit.model import InputError, Location, UsageError
 from cbaudit.model.errors import file_error
+
+if TYPE_CHECKING:  # the YAML reader (and PyYAML) load only for YAML input
+    from cbaudit.io.yaml_strict import MarkNode
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -72,6 +74,8 @@ class Document:
     def locate(self, pointer: str) -> Location:
         """File, pointer, line and column of the value at `pointer` (or its nearest ancestor)."""
         if self.fmt == "yaml" and self._marks is not None:
+            from cbaudit.io.yaml_strict import locate_marks
+
             line, column = locate_marks(self._marks, pointer)
         elif self.fmt == "jsonl":
             line, column = _locate_jsonl(self.text, pointer)
@@ -264,6 +268,8 @@ def load_text(
             line, column = line_col(decoded, first_value_pos(decoded))
             _check_top(data, expect, name, line + line_offset, column)
     else:
+        from cbaudit.io.yaml_strict import parse_yaml
+
         data, marks = parse_yaml(
             decoded, name=name, max_depth=max_depth, max_alias_nodes=max_alias_nodes
         )
@@ -301,19 +307,22 @@ def load_document(
     display: str | None = None,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_alias_nodes: int = DEFAULT_MAX_ALIAS_NODES,
+    schema: str | None = None,
 ) -> Document:
     """Read and parse the file at `path`.
 
     The format is `fmt`, else the suffix (.json, .yaml/.yml, .jsonl/.ndjson), else JSON when
     the text starts with `{` or `[` and YAML otherwise. `max_bytes` defaults to
     $CBAUDIT_MAX_INPUT_BYTES or 64 MiB. `expect` is the required top-level type (for JSONL:
-    of each record); `display` is the name used in findings.
+    of each record); `display` is the name used in findings. With `schema` (a shipped schema
+    name) a document that does not satisfy it is unusable too: InputError with its located
+    `SCHEMA.*` findings.
     """
     p = Path(path)
     name = display if display is not None else str(path)
     kind = _format_for(p, fmt)
     raw = read_bounded(p, name, resolve_max_bytes(max_bytes))
-    return load_text(
+    doc = load_text(
         raw,
         name=name,
         fmt=kind,
@@ -321,6 +330,13 @@ def load_document(
         max_depth=max_depth,
         max_alias_nodes=max_alias_nodes,
     )
+    if schema is not None:
+        from cbaudit.io.schemas import validate
+
+        findings = validate(doc.data, schema, file=doc.path, locate=doc.locate)
+        if findings:
+            raise InputError(findings)
+    return doc
 
 
 def iter_jsonl(

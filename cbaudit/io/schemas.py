@@ -4,14 +4,16 @@ Schemas live in the top-level `schemas/` directory of the repository and inside 
 `cbaudit/_schemas`. Each file is `<name>.schema.json` with `$id` `<BASE><name>.schema.json`, so
 schemas can `$ref` one another by file name.
 
-Validation takes a fast first pass with `jsonschema-rs` when it is installed and asks
-`jsonschema` for detailed, located errors only when something is invalid.
+Validation takes a fast first pass (cbaudit's own `cbaudit.io.fast_schema` for one document;
+`jsonschema-rs`, when installed, for the many records of a trace or the mutants of a campaign)
+and asks `jsonschema` for detailed, located errors only when something is invalid.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -43,9 +45,25 @@ def load_schema(name: str) -> dict[str, Any]:
     path = schema_root() / f"{name}{_SUFFIX}"
     if not path.is_file():
         known = ", ".join(list_schemas())
-        raise InputError.at("SCHEMA.UNKNOWN", f"no schema named {name!r} (known: {known})")
+        raise InputError.at(
+            "SCHEMA.UNKNOWN", f"no schema named {name!r} (known: {known})", str(path)
+        )
     loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return loaded
+
+
+def _schema_at(uri: str) -> dict[str, Any]:
+    """The shipped schema whose `$id` is `uri` (KeyError for any other uri)."""
+    if not (uri.startswith(SCHEMA_BASE) and uri.endswith(_SUFFIX)):
+        raise KeyError(uri)
+    name = uri[len(SCHEMA_BASE) : -len(_SUFFIX)]
+    if not (schema_root() / f"{name}{_SUFFIX}").is_file():
+        raise KeyError(uri)
+    return load_schema(name)
+
+
+def _uri(name: str) -> str:
+    return SCHEMA_BASE + name + _SUFFIX
 
 
 @cache
@@ -55,9 +73,7 @@ def _registry() -> Any:
     resources = []
     for name in list_schemas():
         schema = load_schema(name)
-        resources.append(
-            (schema.get("$id", SCHEMA_BASE + name + _SUFFIX), Resource.from_contents(schema))
-        )
+        resources.append((schema.get("$id", _uri(name)), Resource.from_contents(schema)))
     return Registry().with_resources(resources)
 
 
@@ -70,18 +86,26 @@ def _detailed_validator(name: str) -> Any:
 
 @cache
 def _fast_validator(name: str) -> Any:
+    """jsonschema-rs (the optional extra `fast`), when it is installed and takes the schema."""
     try:
         import jsonschema_rs
     except ImportError:
         return None
-    retriever_map = {load_schema(n).get("$id", ""): load_schema(n) for n in list_schemas()}
+    try:
+        return jsonschema_rs.Draft202012Validator(load_schema(name), retriever=_schema_at)
+    except Exception:  # an unsupported feature: fall back to the other validators
+        return None
 
-    def retrieve(uri: str) -> Any:
-        return retriever_map[uri]
+
+@cache
+def _own_validator(name: str) -> Callable[[Any], bool] | None:
+    """cbaudit's own first pass (`cbaudit.io.fast_schema`); None for a schema it cannot take."""
+    from cbaudit.io.fast_schema import Unsupported, compile_schema
 
     try:
-        return jsonschema_rs.Draft202012Validator(load_schema(name), retriever=retrieve)
-    except Exception:  # an unsupported feature: fall back to the detailed validator
+        load_schema(name)
+        return compile_schema(_uri(name), _schema_at)
+    except Unsupported:
         return None
 
 
@@ -93,11 +117,33 @@ def _code_for(keyword: str) -> str:
 
 
 def is_valid(data: Any, name: str) -> bool:
-    """Schema-only yes/no, as fast as the installed validators allow."""
+    """Schema-only yes/no for one document, as cheap to start as possible.
+
+    cbaudit's own pass (compiled in a few milliseconds) when it takes the schema, else
+    jsonschema-rs when installed, else `jsonschema` itself (also for a document too deep for
+    the own pass). For many documents of one schema use `validator_for_many`.
+    """
+    own = _own_validator(name)
+    if own is not None:
+        try:
+            return own(data)
+        except RecursionError:
+            pass
     fast = _fast_validator(name)
     if fast is not None:
         return bool(fast.is_valid(data))
     return bool(_detailed_validator(name).is_valid(data))
+
+
+def validator_for_many(name: str) -> Callable[[Any], bool]:
+    """A yes/no check for many documents of one schema (a trace's records, a campaign's
+    mutants): jsonschema-rs when installed (slower to load, far faster per document), else
+    `is_valid`. Both answer as `jsonschema` does."""
+    fast = _fast_validator(name)
+    if fast is not None:
+        check: Callable[[Any], bool] = fast.is_valid
+        return check
+    return lambda data: is_valid(data, name)
 
 
 def validate(

@@ -9,24 +9,7 @@ relations (issue 6).
 - `bundle` / `negatives`: valid fixtures and declared negatives of a bundle, the article floors;
 - `metamorphic`: the four named relations;
 - `gate_kinds`: the gate kinds `mutation`, `negative_floor` and `metamorphic`.
+
+Import what you need from those modules: this package imports none of them, so a campaign
+over one fixture type loads only the oracle that judges it (issue 13, fast start).
 """
-
-from __future__ import annotations
-
-from cbaudit.mutate.campaign import CampaignResult, FixtureInput, MutantStatus, run_campaign
-from cbaudit.mutate.metamorphic import RELATIONS, MetamorphicOptions, run_relations
-from cbaudit.mutate.operators import Operator, OperatorRegistry
-from cbaudit.mutate.registry import OPERATORS
-
-__all__ = [
-    "OPERATORS",
-    "RELATIONS",
-    "CampaignResult",
-    "FixtureInput",
-    "MetamorphicOptions",
-    "MutantStatus",
-    "Operator",
-    "OperatorRegistry",
-    "run_campaign",
-    "run_relations",
-]

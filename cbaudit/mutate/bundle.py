@@ -14,7 +14,6 @@ from typing import Any
 
 from cbaudit.contract.cases import is_patch_case, load_case
 from cbaudit.io import load_document
-from cbaudit.io.schemas import validate
 from cbaudit.model import Finding, InputError, Location
 from cbaudit.mutate.campaign import FixtureInput
 from cbaudit.mutate.targets import KIND_FIELD_DEFAULTS, KIND_FIXTURE_FIELDS, TARGETS, detect
@@ -59,10 +58,7 @@ def loop_label(value: Any) -> str | None:
 
 
 def _checked(path: Path, schema: str) -> tuple[Any, str]:
-    doc = load_document(path)
-    findings = validate(doc.data, schema, file=doc.path, locate=doc.locate)
-    if findings:
-        raise InputError(findings)
+    doc = load_document(path, schema=schema)
     return doc.data, doc.path
 
 

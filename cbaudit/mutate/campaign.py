@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from cbaudit.io.workers import worker_pool
-from cbaudit.model import Location
+from cbaudit.model import Finding, InputError, Location
 from cbaudit.model.progress import Progress
 from cbaudit.mutate.operators import Operator, OperatorRegistry
 from cbaudit.mutate.patch import PatchError, apply_shared
@@ -328,6 +328,8 @@ def run_campaign(
     originals: dict[str, str] = {}
     for fx in fixtures:
         verdict = TARGETS[fx.target].evaluate(fx.data, fx.directory)
+        if verdict.unusable:
+            raise _unusable(fx, verdict)
         baselines[fx.name] = verdict.codes
         originals[fx.name] = canonical(fx.data)
     cells = [(fx.name, op.name) for fx in fixtures for op in ops if op.target == fx.target]
@@ -377,6 +379,18 @@ def run_campaign(
         baseline={k: tuple(sorted(v)) for k, v in baselines.items() if v},
         seed=seed,
     )
+
+
+def _unusable(fx: FixtureInput, verdict: Verdict) -> InputError:
+    """A fixture whose shape its own oracle rejects cannot be mutated (exit 2): every mutant
+    would be rejected for the shape, and operators would read fields that are not there."""
+    codes = ", ".join(sorted(verdict.codes)) or "no code"
+    where = fx.locate("") if fx.locate is not None else Location(file=fx.name, pointer="")
+    message = (
+        f"the unmutated fixture is not a usable {fx.target} (its oracle rejects its shape:"
+        f" {codes}); a campaign mutates valid fixtures"
+    )
+    return InputError(Finding("MUTATE.FIXTURE.UNUSABLE", message, location=where))
 
 
 def _picklable(fixtures: Sequence[FixtureInput]) -> list[FixtureInput]:

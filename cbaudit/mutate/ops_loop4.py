@@ -14,7 +14,6 @@ from typing import Any
 from cbaudit.model import Location
 from cbaudit.mutate.operators import Edit, Operator, add, replace
 from cbaudit.oracles.fixtures import Fixture
-from cbaudit.oracles.registry import ORACLES
 
 ORACLE = "selective-batching"
 TARGET = f"oracle:{ORACLE}"
@@ -23,6 +22,8 @@ LOOP = "4"
 
 def _derived(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The PackedIteration the oracle derives from the (unpatched) fixture."""
+    from cbaudit.oracles.registry import ORACLES
+
     clean = {k: v for k, v in data.items() if k != "packing_patch"}
     fixture = Fixture(clean, "<generator>", "", lambda p: Location(pointer=p))
     packed = ORACLES[ORACLE](fixture).metrics.get("packed_iteration")
@@ -196,128 +197,124 @@ def _op(name: str, record: str, pointer: str, changes: str, expect: str, gen: An
 
 
 OPERATORS: tuple[Operator, ...] = (
-    (
-        _op(
-            "pack.offsets.width",
-            "PackedIteration",
-            "/packing_patch -> /request_offsets/*",
-            "move an interior segment offset by one row",
-            "PACK.OFFSETS.WIDTH",
-            _offset_interior,
-        ),
-        _op(
-            "pack.offsets.origin",
-            "PackedIteration",
-            "/packing_patch -> /request_offsets/0",
-            "start the first segment at row 1",
-            "PACK.OFFSETS.ORIGIN",
-            _offset_origin,
-        ),
-        _op(
-            "pack.offsets.total",
-            "PackedIteration",
-            "/packing_patch -> /request_offsets/-1",
-            "claim one packed row more than exists",
-            "PACK.OFFSETS.TOTAL",
-            _offset_total,
-        ),
-        _op(
-            "pack.position.shift",
-            "PackedIteration",
-            "/packing_patch -> /request_local_position/*",
-            "give a packed row the wrong request-local position",
-            "PACK.POSITION.MISMATCH",
-            _position,
-        ),
-        _op(
-            "pack.route.swap",
-            "PackedIteration",
-            "/packing_patch -> /request_key_by_row/*",
-            "scatter a packed row to another request",
-            "PACK.ROUTE.MISMATCH",
-            _route,
-        ),
-        _op(
-            "pack.phase.row-flip",
-            "PackedIteration",
-            "/packing_patch -> /phase_by_row/*",
-            "flip a row's phase label",
-            "PACK.PHASE.ROW_MISMATCH",
-            _phase_row,
-        ),
-        _op(
-            "pack.handle.duplicate",
-            "PackedIteration",
-            "/packing_patch -> /logical_cache_handle/*",
-            "reuse one request's logical cache handle for another",
-            "PACK.HANDLE.DUPLICATE",
-            _handle,
-        ),
-        _op(
-            "pack.visibility.future",
-            "PackedIteration",
-            "/packing_patch -> /visible_keys_by_row/*/0/end",
-            "let a row see the key after its own position",
-            "PACK.VISIBILITY.FUTURE",
-            _future,
-        ),
-        _op(
-            "pack.visibility.cross-request",
-            "PackedIteration",
-            "/packing_patch -> /visible_keys_by_row/*/-",
-            "let a row see another request's keys",
-            "PACK.VISIBILITY.CROSS_REQUEST",
-            _cross,
-        ),
-        _op(
-            "pack.binding.decision",
-            "PackedIteration",
-            "/packing_patch -> /decision_id",
-            "bind the packed record to another decision",
-            "PACK.BINDING.DECISION",
-            _decision,
-        ),
-        _op(
-            "pack.segment.snapshot",
-            "PackedIteration",
-            "/packing_patch -> /segments/*/snapshot_version",
-            "bind a segment to another M5.1 snapshot",
-            "PACK.INTERVAL.CHANGED",
-            _snapshot,
-        ),
-        _op(
-            "selective.expect.q-tot",
-            "fixture",
-            "/expect/q_tot",
-            "declare Q_tot off by one",
-            "SELECTIVE.EXPECT.SHAPE",
-            _expect_q_tot,
-        ),
-        _op(
-            "selective.expect.row0",
-            "fixture",
-            "/expect/row0/{q,k,v}/*",
-            "declare a wrong row-0 projection",
-            "SELECTIVE.EXPECT.ROW0",
-            _expect_row0,
-        ),
-        _op(
-            "selective.interval.decode-widen",
-            "IterationPlan",
-            "/requests/*/interval",
-            "widen a decode interval to two rows",
-            "SELECTIVE.FIXTURE.INTERVAL",
-            _widen_decode,
-        ),
-        _op(
-            "selective.requests.reorder",
-            "IterationPlan",
-            "/requests",
-            "select the requests out of tie-break order",
-            "PLAN.TIE_BREAK.ORDER",
-            _reorder,
-        ),
-    )
-    if ORACLE in ORACLES
-    else ()
+    _op(
+        "pack.offsets.width",
+        "PackedIteration",
+        "/packing_patch -> /request_offsets/*",
+        "move an interior segment offset by one row",
+        "PACK.OFFSETS.WIDTH",
+        _offset_interior,
+    ),
+    _op(
+        "pack.offsets.origin",
+        "PackedIteration",
+        "/packing_patch -> /request_offsets/0",
+        "start the first segment at row 1",
+        "PACK.OFFSETS.ORIGIN",
+        _offset_origin,
+    ),
+    _op(
+        "pack.offsets.total",
+        "PackedIteration",
+        "/packing_patch -> /request_offsets/-1",
+        "claim one packed row more than exists",
+        "PACK.OFFSETS.TOTAL",
+        _offset_total,
+    ),
+    _op(
+        "pack.position.shift",
+        "PackedIteration",
+        "/packing_patch -> /request_local_position/*",
+        "give a packed row the wrong request-local position",
+        "PACK.POSITION.MISMATCH",
+        _position,
+    ),
+    _op(
+        "pack.route.swap",
+        "PackedIteration",
+        "/packing_patch -> /request_key_by_row/*",
+        "scatter a packed row to another request",
+        "PACK.ROUTE.MISMATCH",
+        _route,
+    ),
+    _op(
+        "pack.phase.row-flip",
+        "PackedIteration",
+        "/packing_patch -> /phase_by_row/*",
+        "flip a row's phase label",
+        "PACK.PHASE.ROW_MISMATCH",
+        _phase_row,
+    ),
+    _op(
+        "pack.handle.duplicate",
+        "PackedIteration",
+        "/packing_patch -> /logical_cache_handle/*",
+        "reuse one request's logical cache handle for another",
+        "PACK.HANDLE.DUPLICATE",
+        _handle,
+    ),
+    _op(
+        "pack.visibility.future",
+        "PackedIteration",
+        "/packing_patch -> /visible_keys_by_row/*/0/end",
+        "let a row see the key after its own position",
+        "PACK.VISIBILITY.FUTURE",
+        _future,
+    ),
+    _op(
+        "pack.visibility.cross-request",
+        "PackedIteration",
+        "/packing_patch -> /visible_keys_by_row/*/-",
+        "let a row see another request's keys",
+        "PACK.VISIBILITY.CROSS_REQUEST",
+        _cross,
+    ),
+    _op(
+        "pack.binding.decision",
+        "PackedIteration",
+        "/packing_patch -> /decision_id",
+        "bind the packed record to another decision",
+        "PACK.BINDING.DECISION",
+        _decision,
+    ),
+    _op(
+        "pack.segment.snapshot",
+        "PackedIteration",
+        "/packing_patch -> /segments/*/snapshot_version",
+        "bind a segment to another M5.1 snapshot",
+        "PACK.INTERVAL.CHANGED",
+        _snapshot,
+    ),
+    _op(
+        "selective.expect.q-tot",
+        "fixture",
+        "/expect/q_tot",
+        "declare Q_tot off by one",
+        "SELECTIVE.EXPECT.SHAPE",
+        _expect_q_tot,
+    ),
+    _op(
+        "selective.expect.row0",
+        "fixture",
+        "/expect/row0/{q,k,v}/*",
+        "declare a wrong row-0 projection",
+        "SELECTIVE.EXPECT.ROW0",
+        _expect_row0,
+    ),
+    _op(
+        "selective.interval.decode-widen",
+        "IterationPlan",
+        "/requests/*/interval",
+        "widen a decode interval to two rows",
+        "SELECTIVE.FIXTURE.INTERVAL",
+        _widen_decode,
+    ),
+    _op(
+        "selective.requests.reorder",
+        "IterationPlan",
+        "/requests",
+        "select the requests out of tie-break order",
+        "PLAN.TIE_BREAK.ORDER",
+        _reorder,
+    ),
 )

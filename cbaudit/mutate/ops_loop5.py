@@ -7,7 +7,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cbaudit.mutate.operators import Edit, Operator, add, remove, replace
-from cbaudit.oracles.registry import ORACLES
 
 ORACLE = "admission-uncertainty"
 TARGET = f"oracle:{ORACLE}"
@@ -117,71 +116,67 @@ def _op(name: str, pointer: str, changes: str, expect: str, gen: Any) -> Operato
 
 
 OPERATORS: tuple[Operator, ...] = (
-    (
-        _op(
-            "admission.leak.hidden-truth",
-            "/requests/*/realized_output_tokens",
-            "show a request's realized length to online policies",
-            "ADMISSION.HIDDEN_TRUTH.LEAK",
-            _leak_hidden,
-        ),
-        _op(
-            "admission.leak.physical-block",
-            "/requests/*/physical_block_ids",
-            "add physical allocator fields to the logical fixture",
-            "ADMISSION.PHYSICAL.FIELD",
-            _physical,
-        ),
-        _op(
-            "admission.forecast.above-max",
-            "/requests/*/forecast/{point,quantile}",
-            "forecast more output than max_output_tokens",
-            "ADMISSION.FORECAST.ABOVE_MAX",
-            _forecast_above_max,
-        ),
-        _op(
-            "admission.forecast.order",
-            "/requests/*/forecast/point",
-            "make a point forecast exceed its quantile",
-            "ADMISSION.FORECAST.ORDER",
-            _forecast_order,
-        ),
-        _op(
-            "admission.forecast.missing",
-            "/requests/*/forecast/*",
-            "drop a forecast a policy needs",
-            "ADMISSION.FORECAST.MISSING",
-            _forecast_missing,
-        ),
-        _op(
-            "admission.oracle.unlabelled",
-            "/policies/*/oracle",
-            "remove the oracle label of a hindsight policy",
-            "ADMISSION.ORACLE.UNLABELLED",
-            _unlabel_oracle,
-        ),
-        _op(
-            "admission.oracle.label-without-read",
-            "/policies/*/oracle",
-            "label an online policy as an oracle",
-            "ADMISSION.ORACLE.LABEL_WITHOUT_READ",
-            _label_online,
-        ),
-        _op(
-            "admission.expect.drift",
-            "/expect/*/*",
-            "drift a declared integer expectation by one",
-            "ADMISSION.EXPECT.MISMATCH",
-            _expect_drift,
-        ),
-        _op(
-            "admission.hidden.above-max",
-            "/fixture_only_hidden_truth/realized_output_tokens/*",
-            "realize more output than max_output_tokens",
-            "ADMISSION.HIDDEN_TRUTH.RANGE",
-            _hidden_above_max,
-        ),
-    )
-    if ORACLE in ORACLES
-    else ()
+    _op(
+        "admission.leak.hidden-truth",
+        "/requests/*/realized_output_tokens",
+        "show a request's realized length to online policies",
+        "ADMISSION.HIDDEN_TRUTH.LEAK",
+        _leak_hidden,
+    ),
+    _op(
+        "admission.leak.physical-block",
+        "/requests/*/physical_block_ids",
+        "add physical allocator fields to the logical fixture",
+        "ADMISSION.PHYSICAL.FIELD",
+        _physical,
+    ),
+    _op(
+        "admission.forecast.above-max",
+        "/requests/*/forecast/{point,quantile}",
+        "forecast more output than max_output_tokens",
+        "ADMISSION.FORECAST.ABOVE_MAX",
+        _forecast_above_max,
+    ),
+    _op(
+        "admission.forecast.order",
+        "/requests/*/forecast/point",
+        "make a point forecast exceed its quantile",
+        "ADMISSION.FORECAST.ORDER",
+        _forecast_order,
+    ),
+    _op(
+        "admission.forecast.missing",
+        "/requests/*/forecast/*",
+        "drop a forecast a policy needs",
+        "ADMISSION.FORECAST.MISSING",
+        _forecast_missing,
+    ),
+    _op(
+        "admission.oracle.unlabelled",
+        "/policies/*/oracle",
+        "remove the oracle label of a hindsight policy",
+        "ADMISSION.ORACLE.UNLABELLED",
+        _unlabel_oracle,
+    ),
+    _op(
+        "admission.oracle.label-without-read",
+        "/policies/*/oracle",
+        "label an online policy as an oracle",
+        "ADMISSION.ORACLE.LABEL_WITHOUT_READ",
+        _label_online,
+    ),
+    _op(
+        "admission.expect.drift",
+        "/expect/*/*",
+        "drift a declared integer expectation by one",
+        "ADMISSION.EXPECT.MISMATCH",
+        _expect_drift,
+    ),
+    _op(
+        "admission.hidden.above-max",
+        "/fixture_only_hidden_truth/realized_output_tokens/*",
+        "realize more output than max_output_tokens",
+        "ADMISSION.HIDDEN_TRUTH.RANGE",
+        _hidden_above_max,
+    ),
 )

@@ -8,7 +8,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cbaudit.mutate.operators import Edit, Operator, add, replace
-from cbaudit.oracles.registry import ORACLES
 
 ORACLE = "chunked-prefill"
 TARGET = f"oracle:{ORACLE}"
@@ -140,78 +139,74 @@ def _op(name: str, pointer: str, changes: str, expect: str, gen: Any) -> Operato
 
 
 OPERATORS: tuple[Operator, ...] = (
-    (
-        _op(
-            "chunk.order.swap",
-            "/equivalence/partitions/-",
-            "reorder two causal chunks of a partition",
-            "CHUNK.ORDER",
-            _reorder_chunk,
-        ),
-        _op(
-            "chunk.coverage.gap",
-            "/equivalence/partitions/-",
-            "leave one position of a partition uncomputed",
-            "CHUNK.COVERAGE",
-            _gap,
-        ),
-        _op(
-            "chunk.coverage.overlap",
-            "/equivalence/partitions/-",
-            "compute one position in two chunks",
-            "CHUNK.COVERAGE",
-            _overlap,
-        ),
-        _op(
-            "chunk.pairs.total",
-            "/equivalence/expect/causal_pairs",
-            "declare a wrong causal-pair total",
-            "CHUNK.PAIRS.TOTAL",
-            _pairs_total,
-        ),
-        _op(
-            "chunk.size.zero",
-            "/equivalence/chunk_sizes/-",
-            "list a zero chunk size",
-            "CHUNK.SIZE.ZERO",
-            _zero_size,
-        ),
-        _op(
-            "chunk.size.duplicate",
-            "/equivalence/chunk_sizes/-",
-            "list a chunk size twice",
-            "CHUNK.SIZE.DUPLICATE",
-            _duplicate_size,
-        ),
-        _op(
-            "chunk.reload.drift",
-            "/reload_sweep/expect/*/{r_hist,bytes,chunks}",
-            "drift a declared reload proxy by one",
-            "CHUNK.RELOAD.WRONG",
-            _reload,
-        ),
-        _op(
-            "chunk.schedule.pairs",
-            "/schedule/expect/pairs/*",
-            "declare wrong pairs for a scheduled chunk",
-            "CHUNK.SCHEDULE.PAIRS",
-            _schedule_pairs,
-        ),
-        _op(
-            "chunk.schedule.budget",
-            "/schedule/token_budget",
-            "lower the schedule's token budget below a slot's use",
-            "CHUNK.SCHEDULE.BUDGET",
-            _schedule_budget,
-        ),
-        _op(
-            "chunk.imbalance.drift",
-            "/imbalance/*/expect_ms",
-            "declare a wrong imbalance proxy",
-            "CHUNK.IMBALANCE.WRONG",
-            _imbalance,
-        ),
-    )
-    if ORACLE in ORACLES
-    else ()
+    _op(
+        "chunk.order.swap",
+        "/equivalence/partitions/-",
+        "reorder two causal chunks of a partition",
+        "CHUNK.ORDER",
+        _reorder_chunk,
+    ),
+    _op(
+        "chunk.coverage.gap",
+        "/equivalence/partitions/-",
+        "leave one position of a partition uncomputed",
+        "CHUNK.COVERAGE",
+        _gap,
+    ),
+    _op(
+        "chunk.coverage.overlap",
+        "/equivalence/partitions/-",
+        "compute one position in two chunks",
+        "CHUNK.COVERAGE",
+        _overlap,
+    ),
+    _op(
+        "chunk.pairs.total",
+        "/equivalence/expect/causal_pairs",
+        "declare a wrong causal-pair total",
+        "CHUNK.PAIRS.TOTAL",
+        _pairs_total,
+    ),
+    _op(
+        "chunk.size.zero",
+        "/equivalence/chunk_sizes/-",
+        "list a zero chunk size",
+        "CHUNK.SIZE.ZERO",
+        _zero_size,
+    ),
+    _op(
+        "chunk.size.duplicate",
+        "/equivalence/chunk_sizes/-",
+        "list a chunk size twice",
+        "CHUNK.SIZE.DUPLICATE",
+        _duplicate_size,
+    ),
+    _op(
+        "chunk.reload.drift",
+        "/reload_sweep/expect/*/{r_hist,bytes,chunks}",
+        "drift a declared reload proxy by one",
+        "CHUNK.RELOAD.WRONG",
+        _reload,
+    ),
+    _op(
+        "chunk.schedule.pairs",
+        "/schedule/expect/pairs/*",
+        "declare wrong pairs for a scheduled chunk",
+        "CHUNK.SCHEDULE.PAIRS",
+        _schedule_pairs,
+    ),
+    _op(
+        "chunk.schedule.budget",
+        "/schedule/token_budget",
+        "lower the schedule's token budget below a slot's use",
+        "CHUNK.SCHEDULE.BUDGET",
+        _schedule_budget,
+    ),
+    _op(
+        "chunk.imbalance.drift",
+        "/imbalance/*/expect_ms",
+        "declare a wrong imbalance proxy",
+        "CHUNK.IMBALANCE.WRONG",
+        _imbalance,
+    ),
 )

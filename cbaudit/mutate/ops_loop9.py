@@ -15,12 +15,10 @@ import random
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cbaudit.contract.preemption import OWNERS
 from cbaudit.mutate.operators import Edit, Operator, add, remove, replace
 from cbaudit.mutate.patch import pointer_of
-from cbaudit.sim.preemption_oracle import NAME
 
-TARGET = f"oracle:{NAME}"
+TARGET = "oracle:preemption-resume"  # cbaudit.sim.preemption_oracle.NAME (a test holds it)
 LOOP = "9"
 BINDING_FIELDS = ("request_id", "generation", "snapshot_sha256", "suspension_epoch")
 #: Logical K/V bytes of one row (M5.1 ABI): a capacity declaration off by one row.
@@ -60,6 +58,8 @@ def _current_receipts(
     data: Mapping[str, Any],
 ) -> Iterator[tuple[int, Mapping[str, Any], int, Mapping[str, Any]]]:
     """Receipts of live cases that currently match their intent (not stale, right owner)."""
+    from cbaudit.contract.preemption import OWNERS  # the contract's table, loaded on use
+
     for i, case in _cases(data):
         if not _live(case):
             continue
@@ -138,6 +138,8 @@ def _epoch_not_monotone(data: Mapping[str, Any], rng: random.Random) -> Iterator
 
 
 def _wrong_owner(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
+    from cbaudit.contract.preemption import OWNERS
+
     modules = sorted(set(OWNERS.values()))
     for i, _case, j, rc in _current_receipts(data):
         owner = rng.choice([m for m in modules if m != rc["owner"]])

@@ -21,14 +21,10 @@ from cbaudit.contract.validator import check_case_data
 from cbaudit.io import load_document
 from cbaudit.io.schemas import _fast_validator, is_valid, validate
 from cbaudit.model import Finding, InputError, Location, Severity
-from cbaudit.oracles.fixtures import Fixture
-from cbaudit.oracles.registry import ORACLES, run_fixture
-from cbaudit.results.closure import audit_closure
 from cbaudit.results.paths import shipped
-from cbaudit.results.registries import audit_registries
-from cbaudit.results.sensitivity import run_sensitivity
-from cbaudit.sim import fairness_oracle, preemption_oracle
-from cbaudit.sim.fairness_fixture import LoadedFixture
+
+# Each evaluator imports its oracle when it first judges a fixture: a campaign over one
+# fixture type loads that oracle only (issue 13, fast start).
 
 
 @dataclass(frozen=True)
@@ -119,6 +115,9 @@ def _oracle_target(name: str, loop: str, description: str) -> Target:
         return data.get("oracle") == name and "patch" not in data
 
     def evaluate(data: Mapping[str, Any], directory: Path | None = None) -> Verdict:
+        from cbaudit.oracles.fixtures import Fixture
+        from cbaudit.oracles.registry import run_fixture
+
         fixture = Fixture(
             data=data, path="<mutant>", sha256="", locate=_no_locate, directory=directory
         )
@@ -158,11 +157,13 @@ def _loaded_target(
     loop: str,
     description: str,
     matches: Callable[[Mapping[str, Any]], bool],
-    run: Callable[[LoadedFixture], Any],
+    run: Callable[[Any], Any],
 ) -> Target:
     """A target for an oracle that takes a `LoadedFixture` (the Loop 8 and 9 gate kinds)."""
 
     def evaluate(data: Mapping[str, Any], directory: Path | None = None) -> Verdict:
+        from cbaudit.sim.fairness_fixture import LoadedFixture
+
         try:
             result = run(LoadedFixture(data, "<mutant>", "", _no_locate))
         except InputError as err:
@@ -170,6 +171,18 @@ def _loaded_target(
         return Verdict(_error_codes(result.findings))
 
     return Target(f"oracle:{name}", loop, description, matches, evaluate)
+
+
+def _fairness_evaluate(fixture: Any) -> Any:
+    from cbaudit.sim.fairness_oracle import evaluate
+
+    return evaluate(fixture)
+
+
+def _preemption_evaluate(fixture: Any) -> Any:
+    from cbaudit.sim.preemption_oracle import evaluate
+
+    return evaluate(fixture)
 
 
 def _fairness_matches(data: Mapping[str, Any]) -> bool:
@@ -201,6 +214,8 @@ def _verdict(findings: tuple[Finding, ...] | list[Finding]) -> Verdict:
 
 
 def _sensitivity_evaluate(data: Mapping[str, Any], directory: Path | None = None) -> Verdict:
+    from cbaudit.results.sensitivity import run_sensitivity
+
     return _verdict(run_sensitivity(data, file="<mutant>").findings)
 
 
@@ -211,12 +226,16 @@ def _shipped_registry(name: str) -> Any:
 
 
 def _contracts_evaluate(data: Mapping[str, Any], directory: Path | None = None) -> Verdict:
+    from cbaudit.results.registries import audit_registries
+
     partner = _shipped_registry("source_reported_results.yaml")
     audit = audit_registries(data, partner, contracts_file="<mutant>", results_file="<shipped>")
     return _verdict(audit.findings)
 
 
 def _results_evaluate(data: Mapping[str, Any], directory: Path | None = None) -> Verdict:
+    from cbaudit.results.registries import audit_registries
+
     partner = _shipped_registry("paper_contracts.yaml")
     audit = audit_registries(partner, data, contracts_file="<shipped>", results_file="<mutant>")
     return _verdict(audit.findings)
@@ -231,6 +250,8 @@ def _bundle_root(directory: Path) -> Path:
 
 
 def _closure_evaluate(data: Mapping[str, Any], directory: Path | None = None) -> Verdict:
+    from cbaudit.results.closure import audit_closure
+
     base = directory.resolve() if directory is not None else None
     top = _bundle_root(base) if base is not None else None
 
@@ -258,24 +279,20 @@ TARGETS: Mapping[str, Target] = build_targets(
             _plan_case_matches,
             _plan_case_evaluate,
         ),
-        *(
-            _oracle_target(name, loop, text)
-            for name, (loop, text) in _ORACLE_LOOPS.items()
-            if name in ORACLES
-        ),
+        *(_oracle_target(name, loop, text) for name, (loop, text) in _ORACLE_LOOPS.items()),
         _loaded_target(
-            fairness_oracle.NAME,
+            "fairness-starvation",
             "8",
             "Loop 8 fairness and starvation: identity, completed service, VTC, aging, MLFQ",
             _fairness_matches,
-            fairness_oracle.evaluate,
+            _fairness_evaluate,
         ),
         _loaded_target(
-            preemption_oracle.NAME,
+            "preemption-resume",
             "9",
             "Loop 9 preemption and resume: intents, foreign receipts, epochs, resume tickets",
             _preemption_matches,
-            preemption_oracle.evaluate,
+            _preemption_evaluate,
         ),
         Target(
             "results:sensitivity",

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from cbaudit.io.loader import Document, load_document
-from cbaudit.io.schemas import validate
 from cbaudit.model import Finding, InputError, Location
 from cbaudit.model.findings import pointer_join
 
@@ -152,11 +151,20 @@ def _build(data: Mapping[str, Any]) -> PinManifest:
 
 
 def load_manifest(path: Path | str, *, display: str | None = None) -> LoadedManifest:
-    """Load and schema-check a pin manifest; raise InputError (exit 2) when unusable."""
-    doc = load_document(path, display=display)
-    findings = validate(doc.data, SCHEMA, file=doc.path, locate=doc.locate)
-    if findings:
-        raise InputError(findings)
+    """Load and schema-check a pin manifest; raise InputError (exit 2) when unusable.
+
+    A manifest is unusable when it breaks its schema or names a path that may not be
+    followed (absolute, escaping the source root, not normalized: `path_problem`).
+    """
+    doc = load_document(path, display=display, schema=SCHEMA)
+    problems = []  # a path that may not be followed makes the whole manifest unusable
+    for i, pinned in enumerate(doc.data["files"]):
+        problem = path_problem(pinned["path"])
+        if problem is not None:
+            where = doc.locate(pointer_join("", "files", i, "path"))
+            problems.append(Finding(problem[0], problem[1], location=where))
+    if problems:
+        raise InputError(problems)
     return LoadedManifest(_build(doc.data), doc)
 
 
@@ -173,9 +181,6 @@ def consistency_findings(loaded: LoadedManifest) -> list[Finding]:
     seen_paths: dict[str, int] = {}
     seen_ids: dict[str, str] = {}
     for i, f in enumerate(m.files):
-        problem = path_problem(f.path)
-        if problem is not None:
-            at(problem[0], problem[1], "files", i, "path")
         if f.path in seen_paths:
             at(
                 "PIN.MANIFEST.DUPLICATE_PATH",

@@ -1,14 +1,17 @@
-"""Human-readable text through rich; plain when color is off."""
+"""Human-readable text: rich styles on a terminal, plain lines otherwise.
+
+A report is first laid out as lines of (text, style) spans and metric tables. Without color
+and without a table (the usual CI run) the lines are joined as they are, without loading rich;
+otherwise rich prints them. Both give the same characters (a test holds them equal): every
+line is printed unwrapped, so a long finding stays on one line.
+"""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from cbaudit.model import CheckStatus, Report, Severity
 
@@ -52,7 +55,83 @@ def _flatten(metrics: Mapping[str, Any], prefix: str = "", depth: int = 0) -> li
 MAX_METRIC_ROWS = 60
 
 
+Span = tuple[str, str]
+"""A piece of a line and its rich style ("" for none)."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One printed line."""
+
+    spans: tuple[Span, ...]
+
+    def plain(self) -> str:
+        return "".join(text for text, _ in self.spans)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Metric rows (dotted key, value), printed as a two-column table."""
+
+    rows: tuple[tuple[str, str], ...]
+
+
+def layout(report: Report, verbosity: int) -> list[Line | Rows]:
+    """The report as styled lines, with a table of rows where metrics are shown."""
+    out: list[Line | Rows] = []
+    for result in report.results:
+        outcome = result.outcome
+        if verbosity < 0 and outcome is CheckStatus.PASSED:
+            continue
+        head = [
+            (f"{outcome.value.upper():8}", _STATUS_STYLE[outcome]),
+            (f" {result.check}  {result.subject}", ""),
+        ]
+        if result.reason:
+            head.append((f"  ({result.reason})", "dim"))
+        out.append(Line(tuple(head)))
+        for finding in result.findings:
+            severity = f"{finding.severity.value} {finding.code}"
+            out.append(
+                Line(
+                    (
+                        ("  ", ""),
+                        (finding.location.render(), "bold"),
+                        (": ", ""),
+                        (severity, _SEVERITY_STYLE[finding.severity]),
+                        (f": {finding.message}", ""),
+                    )
+                )
+            )
+        if verbosity > 0 and result.metrics:
+            rows = _flatten(result.metrics)
+            shown = rows if verbosity > 1 else rows[:MAX_METRIC_ROWS]
+            out.append(Rows(tuple(shown)))
+            if len(shown) < len(rows):
+                more = f"  ... {len(rows) - len(shown)} more metrics (-vv, or --format json)"
+                out.append(Line(((more, ""),)))
+    counts = report.counts()
+    parts = [f"{n} {k.replace('_', ' ')}" for k, n in counts.items() if n]
+    verdict = report.verdict.upper()
+    style = {"PASS": "green bold", "FAIL": "red bold"}.get(verdict, "red bold")
+    checked = ", ".join(parts) if parts else "nothing checked"
+    out.append(Line(((verdict, style), (f": {report.command}: {checked}", ""))))
+    return out
+
+
 def render_text(report: Report, verbosity: int = 0, color: bool = False) -> str:
+    blocks = layout(report, verbosity)
+    if color or any(isinstance(b, Rows) for b in blocks):
+        return render_rich(blocks, color)
+    return "".join(b.plain() + "\n" for b in blocks if isinstance(b, Line))
+
+
+def render_rich(blocks: list[Line | Rows], color: bool) -> str:
+    """Print laid-out blocks through rich: styles when `color`, tables always."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     buf = io.StringIO()
     console = Console(
         file=buf,
@@ -62,43 +141,16 @@ def render_text(report: Report, verbosity: int = 0, color: bool = False) -> str:
         highlight=False,
         emoji=False,
     )
-    for result in report.results:
-        outcome = result.outcome
-        if verbosity < 0 and outcome is CheckStatus.PASSED:
-            continue
-        line = Text()
-        line.append(f"{outcome.value.upper():8}", style=_STATUS_STYLE[outcome])
-        line.append(f" {result.check}  {result.subject}")
-        if result.reason:
-            line.append(f"  ({result.reason})", style="dim")
-        console.print(line, soft_wrap=True)
-        for finding in result.findings:
-            ftext = Text("  ")
-            ftext.append(finding.location.render(), style="bold")
-            ftext.append(": ")
-            ftext.append(
-                f"{finding.severity.value} {finding.code}", style=_SEVERITY_STYLE[finding.severity]
-            )
-            ftext.append(f": {finding.message}")
-            console.print(ftext, soft_wrap=True)
-        if verbosity > 0 and result.metrics:
-            rows = _flatten(result.metrics)
-            shown = rows if verbosity > 1 else rows[:MAX_METRIC_ROWS]
+    for block in blocks:
+        if isinstance(block, Line):
+            text = Text()
+            for piece, style in block.spans:
+                text.append(piece, style=style or None)
+            console.print(text, soft_wrap=True)
+        else:
             table = Table(show_header=False, box=None, padding=(0, 2))
-            for key, value in shown:
+            for key, value in block.rows:
                 # Text, not str: a value such as "[req-B:0, req-R:0]" is data, not rich markup
                 table.add_row(Text(f"  {key}"), Text(value))
             console.print(table)
-            if len(shown) < len(rows):
-                console.print(
-                    f"  ... {len(rows) - len(shown)} more metrics (-vv, or --format json)"
-                )
-    counts = report.counts()
-    parts = [f"{n} {k.replace('_', ' ')}" for k, n in counts.items() if n]
-    verdict = report.verdict.upper()
-    style = {"PASS": "green bold", "FAIL": "red bold"}.get(verdict, "red bold")
-    summary = Text()
-    summary.append(verdict, style=style)
-    summary.append(f": {report.command}: {', '.join(parts) if parts else 'nothing checked'}")
-    console.print(summary)
     return buf.getvalue()

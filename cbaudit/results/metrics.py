@@ -8,8 +8,6 @@ from enum import StrEnum
 from pathlib import Path
 
 from cbaudit.io.loader import load_document
-from cbaudit.io.schemas import validate
-from cbaudit.model import InputError
 from cbaudit.results.paths import shipped
 
 METRICS_FILE = "metrics.yaml"
@@ -35,10 +33,7 @@ class MetricInfo:
 def load_metrics(path: Path | None = None) -> Mapping[str, MetricInfo]:
     """The metric registry (the shipped one unless `path` is given), validated."""
     target = path if path is not None else shipped(METRICS_FILE)
-    doc = load_document(target)
-    findings = validate(doc.data, "metrics-registry", file=doc.path, locate=doc.locate)
-    if findings:
-        raise InputError(findings)
+    doc = load_document(target, schema="metrics-registry")
     return {
         name: MetricInfo(name, Direction(spec["direction"]), spec["unit"], spec["description"])
         for name, spec in sorted(doc.data["metrics"].items())

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from cbaudit.io.loader import Document, load_document
-from cbaudit.io.schemas import validate
 from cbaudit.model import InputError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -171,11 +170,7 @@ def _load(ref: str | Path, schema: str, base_dir: Path | None) -> Document:
                 f"{ref!s} is neither a shipped profile ({known}) nor a file",
                 str(ref),
             )
-    doc = load_document(path)
-    findings = validate(doc.data, schema, file=doc.path, locate=doc.locate)
-    if findings:
-        raise InputError(findings)
-    return doc
+    return load_document(path, schema=schema)
 
 
 def load_model_profile(ref: str | Path, *, base_dir: Path | None = None) -> ModelProfile:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cbaudit.io.loader import Document
+from cbaudit.io.schemas import validate
 from cbaudit.io.workers import worker_pool
 from cbaudit.model import Finding, InputError, Location
 from cbaudit.model.progress import Progress
@@ -58,6 +60,23 @@ class SweepConfig:
     goodput: Mapping[str, float] = field(default_factory=dict)
     window_ms: float | None = None
     base_seed: int | None = None  # None: the spec's own `seed`
+
+
+def require_generator(doc: Document) -> None:
+    """A sweep draws workloads from a generator spec; any other document is unusable.
+
+    A document of another kind is SWEEP.GENERATOR.KIND at its `kind`; a generator spec that
+    breaks its schema gives its SCHEMA.* findings (InputError, exit 2).
+    """
+    kind = doc.data.get("kind")
+    if kind != "workload-generator":
+        where = doc.locate("/kind" if "kind" in doc.data else "")
+        what = f"kind {kind!r}" if "kind" in doc.data else "no kind (a workload manifest?)"
+        message = f"a sweep needs a generator spec (kind: workload-generator); this has {what}"
+        raise InputError(Finding("SWEEP.GENERATOR.KIND", message, location=where))
+    findings = validate(doc.data, "workload-generator", file=doc.path, locate=doc.locate)
+    if findings:
+        raise InputError(findings)
 
 
 def rate_field(spec: Mapping[str, Any], file: str) -> str:

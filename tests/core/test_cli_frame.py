@@ -49,9 +49,33 @@ def test_unknown_schema_is_exit_2(cli) -> None:
     r = cli("schema", "show", "no-such-schema")
     assert r.code == 2
     assert "SCHEMA.UNKNOWN" in r.err
+    # located at the schema file it looked for, never at a placeholder
+    assert "<input>" not in r.err
+    assert "no-such-schema.schema.json: error SCHEMA.UNKNOWN" in r.err
 
 
-def test_every_command_module_registers() -> None:
-    """Every command module exposes register()."""
-    for module in app_module.COMMAND_MODULES:
-        assert callable(module.register)
+def test_command_table_summaries_match_each_command() -> None:
+    """Each entry of the lazy command table loads its command, and its summary is that help."""
+    import inspect
+
+    for name, entry in app_module.COMMANDS.items():
+        command = app_module.load_command(name)
+        assert command.name == name
+        first = inspect.cleandoc(command.help or "").split("\n\n")[0].replace("\n", " ")
+        assert entry.summary == first, name
+
+
+def test_top_level_help_imports_no_command_module(cli_proc) -> None:
+    """`cbaudit --help` lists every command from the table without importing one."""
+    code = (
+        "import sys; from cbaudit.cli.app import run; rc = run(['--help']);"
+        " print(sorted(m for m in sys.modules if m.startswith('cbaudit.cli.cmd_')))"
+    )
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().endswith("[]")
+    for name in app_module.COMMANDS:
+        assert name in proc.stdout

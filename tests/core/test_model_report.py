@@ -127,3 +127,24 @@ def test_text_metrics_are_data_not_markup() -> None:
     )
     text = REPORTERS["text"](rep, 1, False)
     assert "[req-B:2, req-C:1]" in text
+
+
+def test_plain_text_is_what_rich_prints_without_color() -> None:
+    """Without color the text report skips rich, and its characters are rich's own."""
+    from cbaudit.report.text import layout, render_rich, render_text
+
+    long = Finding(
+        "PLAN.BUDGET.TOKENS",
+        "[bold]not markup[/bold] :b: " + "ünïcode " * 30,
+        location=Location("dir/" + "x" * 90 + ".json", "/plan/selected/0", 1, 2),
+    )
+    reports = [
+        _report(),
+        Report.build("gate", [CheckResult("c" * 70, "s" * 70, findings=(long,), reason="r")]),
+        Report.build("gate", []),
+    ]
+    for rep in reports:
+        for verbosity in (-1, 0):
+            plain = render_text(rep, verbosity, False)
+            assert plain == render_rich(layout(rep, verbosity), False)
+            assert len(plain.splitlines()) == len(layout(rep, verbosity))

@@ -16,21 +16,6 @@ from typing import Any
 import pytest
 from loadcases import CASES, Case
 
-
-def _has_validate_plan() -> bool:
-    import typer.main
-
-    from cbaudit.cli.app import app
-
-    command = typer.main.get_command(app)
-    return "validate-plan" in getattr(command, "commands", {})
-
-
-pytestmark = pytest.mark.skipif(
-    not _has_validate_plan(),
-    reason="`cbaudit validate-plan` is not registered yet (issue 2 item 5); un-skip then",
-)
-
 # Run in a real subprocess: one case per family (startup costs ~0.3-0.6 s each).
 SUBPROCESS_IDS = (
     "json-truncated",

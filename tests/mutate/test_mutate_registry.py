@@ -243,3 +243,39 @@ def test_docs_list_every_operator_and_code() -> None:
     sources = [*Path(registry.__file__).parent.glob("*.py"), root / "cbaudit/cli/cmd_mutate.py"]
     codes = {c for p in sources for c in re.findall(r'"(MUTATE\.[A-Z_.]+)"', p.read_text())}
     assert codes and [c for c in sorted(codes) if f"`{c}`" not in text] == []
+
+
+def test_targets_name_the_oracles_they_load() -> None:
+    """The lazily loaded targets name registered oracles (targets import none up front)."""
+    from cbaudit.mutate.targets import _ORACLE_LOOPS, TARGETS
+    from cbaudit.oracles.registry import ORACLES
+    from cbaudit.sim import fairness_oracle, preemption_oracle
+
+    assert set(_ORACLE_LOOPS) <= set(ORACLES)
+    for name in (*_ORACLE_LOOPS, fairness_oracle.NAME, preemption_oracle.NAME):
+        assert f"oracle:{name}" in TARGETS
+
+
+def test_a_plan_case_campaign_loads_no_other_oracle() -> None:
+    """`mutate CASE` imports the contract, not the Loop 4-11 oracles or the simulator."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from cbaudit.cli.app import run;"
+        f" rc = run(['mutate', {str(LOOP2_VALID)!r}, '--operators', 'plan.decision']);"
+        " print(rc, sorted(m for m in sys.modules if m.startswith("
+        "('cbaudit.oracles.registry', 'cbaudit.sim.engine', 'cbaudit.sim.fairness_oracle'))))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.splitlines()[-1] == "0 []", proc.stdout + proc.stderr
+
+
+def test_relation_help_names_every_relation() -> None:
+    """`mutate --relation` help (written out, so the CLI loads no simulator) lists them all."""
+    from cbaudit.cli.app import load_command
+    from cbaudit.mutate.metamorphic import RELATIONS
+
+    (param,) = [p for p in load_command("mutate").params if p.name == "relations"]
+    help_text = param.help
+    assert [n.strip(" .") for n in help_text.split(":", 1)[1].split(",")] == list(RELATIONS)

@@ -128,18 +128,19 @@ def test_crlf_and_edit_is_a_hash_mismatch(cli, pinned) -> None:
         ("pkg//sched.py", "PIN.PATH.NOT_NORMAL"),
     ],
 )
-def test_unsafe_manifest_paths_are_findings(cli, tmp_path: Path, pinned, path, code) -> None:
-    """Absolute and escaping manifest paths are findings, never followed."""
+def test_unsafe_manifest_paths_make_it_unusable(cli, tmp_path: Path, pinned, path, code) -> None:
+    """An absolute or escaping manifest path is never followed: the manifest is unusable
+    (exit 2) with one located line for that path, and no file is verified."""
     src, _ = pinned
     (tmp_path / "outside.py").write_text(TOY)
     data = manifest_data(src)
     data["files"][0]["path"] = path  # type: ignore[index]
     man = write_manifest(tmp_path / "unsafe.yaml", data)
     r = cli("verify-pin", man, "--source", src, "--format", "json")
-    assert r.code == 1
-    codes = _codes(r.out)
-    assert codes.count(code) == 2  # once in the manifest check, once for the file
-    assert _report(r.out)["summary"]["files_verified"] == 1  # type: ignore[index]
+    assert r.code == 2
+    assert r.out == ""
+    (line,) = r.err.splitlines()
+    assert f"#/files/0/path: error {code}: " in line
 
 
 def test_symlink_outside_is_not_followed(cli, tmp_path: Path, pinned) -> None:

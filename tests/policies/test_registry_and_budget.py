@@ -20,9 +20,18 @@ def test_registry_is_exhaustive_and_identities_match() -> None:
 def test_registry_refuses_duplicates() -> None:
     """Registering an id twice raises instead of silently replacing."""
     reg = Registry()
-    reg.register("x", lambda o: POLICIES.create("static"))
+    reg.register("x", lambda o: POLICIES.create("static"), "a test policy")
     with pytest.raises(ValueError, match="already registered"):
-        reg.register("x", lambda o: POLICIES.create("static"))
+        reg.register("x", lambda o: POLICIES.create("static"), "a test policy")
+
+
+def test_registry_refuses_a_policy_without_a_one_line_summary() -> None:
+    """Every policy carries a one-line summary (`replay --list-policies` prints it)."""
+    reg = Registry()
+    for summary in ("", "  ", "two\nlines"):
+        with pytest.raises(ValueError, match="one-line summary"):
+            reg.register("x", lambda o: POLICIES.create("static"), summary)
+    assert all(POLICIES.summary(pid).strip() for pid in POLICIES.ids())
 
 
 def test_bad_policy_option_is_refused() -> None:

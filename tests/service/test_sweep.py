@@ -115,7 +115,9 @@ def test_sweep_cli_refuses_bad_options(cli: Any, args: tuple[str, ...], message:
 
 
 def test_sweep_cli_refuses_a_manifest(cli: Any) -> None:
-    """A plain manifest is not a generator: exit 2."""
+    """A plain manifest is not a generator: exit 2, one located SWEEP.GENERATOR.KIND line."""
     burst = EVIDENCE / "m5-2-continuous-batching/loop7/burst.workload.yaml"
     r = cli("replay", "sweep", burst, "--policy", "least-slack", "--rates", "1:2:2")
-    assert r.code == 2 and "generator" in r.err
+    assert r.code == 2
+    (line,) = r.err.splitlines()
+    assert "error SWEEP.GENERATOR.KIND: a sweep needs a generator spec" in line

@@ -1,0 +1,63 @@
+"""What a small command loads: the guard of its start-up time (benchmarks/startup.py times it).
+
+Wall-clock tests would be flaky; which modules a run imports is exact. A command must not
+load what its work does not need: the other commands, the simulator, PyYAML for a JSON
+input, rich for plain output, pydantic (typer's coercion), jsonschema for a valid document.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from repo_paths import M52
+
+CASE = M52 / "loop2" / "valid.case.json"
+
+HEAVY = (
+    "pydantic",
+    "jsonschema",
+    "jsonschema_rs",
+    "yaml",
+    "rich",
+    "cbaudit.sim",
+    "cbaudit.gate",
+    "cbaudit.mutate",
+    "cbaudit.oracles",
+    "cbaudit.policies",
+    "cbaudit.cli.cmd_replay",
+    "cbaudit.cli.cmd_gate",
+)
+
+
+def _loaded(*args: str) -> tuple[int, set[str]]:
+    code = (
+        "import sys; from cbaudit.cli.app import run; rc = run(sys.argv[1:]);"
+        " print(rc); print(' '.join(sorted(sys.modules)))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False
+    )
+    lines = proc.stdout.strip().splitlines()
+    return int(lines[-2]), set(lines[-1].split())
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY))
+
+
+def test_validate_plan_of_one_case_loads_only_what_it_needs() -> None:
+    """One JSON case: the contract and the loader, nothing heavy."""
+    code, modules = _loaded("validate-plan", str(CASE))
+    assert code == 0
+    assert _heavy(modules) == []
+    assert "cbaudit.contract.validator" in modules
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_other_formats_load_only_their_reporter(fmt: str) -> None:
+    """`--format json|sarif` loads that reporter only (no HTML, Markdown or rich)."""
+    code, modules = _loaded("validate-plan", str(CASE), "--format", fmt)
+    assert code == 0
+    assert not {"cbaudit.report.publish", "cbaudit.report.junit", "rich"} & modules
