@@ -59,10 +59,6 @@ def test_hooks_pass_with_pre_commit_try_repo(tmp_path: Path) -> None:
         timeout=900,
     )
     out = proc.stdout + proc.stderr
-    if "No module named 'click'" in out:
-        # Issue 13 item 1 (another branch) drops the undeclared click import; until then a
-        # plain install cannot start cbaudit at all. Only this exact failure is tolerated.
-        pytest.xfail("cbaudit imports click, which pyproject.toml does not declare")
     assert proc.returncode == 0, out
     lines = [line for line in out.splitlines() if line.startswith("cbaudit ")]
     assert len(lines) == 2 and all(line.endswith("Passed") for line in lines), out
