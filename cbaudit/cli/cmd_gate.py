@@ -17,6 +17,7 @@ from cbaudit.cli.common import (
     atomic_write,
     emit,
 )
+from cbaudit.report.sarif import SarifLevel
 
 
 def gate(
@@ -39,6 +40,12 @@ def gate(
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML report."),
     junit: Path = typer.Option(None, "--junit", help="Also write JUnit XML."),
     sarif: Path = typer.Option(None, "--sarif", help="Also write SARIF 2.1.0."),
+    sarif_level: SarifLevel = typer.Option(
+        SarifLevel.ERROR,
+        "--sarif-level",
+        help="Least severe SARIF result: error (failed and errored checks' errors), warning"
+        " (also their warnings, and not-run checks), note (also their notes).",
+    ),
     fmt: OutputFormat = FormatOpt,
     output: Path = OutputOpt,
     quiet: bool = QuietOpt,
@@ -47,11 +54,14 @@ def gate(
     """Run the checks declared by each bundle.yaml under DIR; exit 0 pass, 1 fail, 2 unusable."""
     from cbaudit.gate.runner import run_gate
     from cbaudit.report import REPORTERS
+    from cbaudit.report.sarif import render_sarif
 
     report = run_gate(dirs, jobs=jobs, update=update, select=select, check_timeout=check_timeout)
-    for path, name in ((markdown, "markdown"), (html, "html"), (junit, "junit"), (sarif, "sarif")):
+    for path, name in ((markdown, "markdown"), (html, "html"), (junit, "junit")):
         if path is not None:
             atomic_write(path, REPORTERS[name](report, 1, False))
+    if sarif is not None:
+        atomic_write(sarif, render_sarif(report, level=sarif_level))
     if os.environ.get("GITHUB_ACTIONS") == "true":
         from cbaudit.report.github import step_summary, workflow_annotations
 

@@ -3,9 +3,10 @@
 from collections.abc import Callable
 
 from cbaudit.model import Report
+from cbaudit.report.html import render_html
 from cbaudit.report.json_report import render_json
 from cbaudit.report.junit import render_junit
-from cbaudit.report.publish import render_html, render_markdown
+from cbaudit.report.markdown import render_markdown
 from cbaudit.report.sarif import render_sarif
 from cbaudit.report.text import render_text
 

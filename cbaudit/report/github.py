@@ -1,13 +1,16 @@
 """GitHub Actions workflow commands: annotations plus a full step summary.
 
-Actions shows only the first few annotations of a step, so every finding also goes to the
-step summary (Markdown) named by `GITHUB_STEP_SUMMARY`.
+Annotations are quiet on green: only the findings of checks that failed or errored become
+annotations (errors as `::error`, their warnings and notes as `::warning`/`::notice`). Actions
+shows only the first few annotations of a step, so every finding also goes to the step summary
+(Markdown) named by `GITHUB_STEP_SUMMARY`.
 """
 
 from __future__ import annotations
 
-from cbaudit.model import Report, Severity
-from cbaudit.report.publish import render_markdown
+from cbaudit.model import CheckStatus, Report, Severity
+from cbaudit.report.markdown import render_markdown
+from cbaudit.report.view import display_path
 
 MAX_ANNOTATIONS = 50
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
@@ -22,19 +25,22 @@ def _escape_prop(text: str) -> str:
 
 
 def workflow_annotations(report: Report, limit: int = MAX_ANNOTATIONS) -> str:
-    """`::error file=..,line=..,title=CODE::message` lines for the first `limit` findings."""
+    """`::error file=..,line=..,title=CODE::message` lines for the first `limit` findings of
+    failed and errored checks (none for a passing report)."""
     out: list[str] = []
-    for finding in report.findings[:limit]:
+    blocking = (CheckStatus.FAILED, CheckStatus.ERROR)
+    findings = [f for r in report.results if r.outcome in blocking for f in r.findings]
+    for finding in findings[:limit]:
         props = [f"title={_escape_prop(finding.code)}"]
         if finding.location.file:
-            props.insert(0, f"file={_escape_prop(finding.location.file)}")
+            props.insert(0, f"file={_escape_prop(display_path(finding.location.file))}")
         if finding.location.line is not None:
             props.append(f"line={finding.location.line}")
         if finding.location.column is not None:
             props.append(f"col={finding.location.column}")
         message = finding.message.splitlines()[0] if finding.message else finding.code
         out.append(f"::{_LEVEL[finding.severity]} {','.join(props)}::{_escape_data(message)}")
-    hidden = len(report.findings) - limit
+    hidden = len(findings) - limit
     if hidden > 0:
         out.append(f"::notice title=cbaudit::{hidden} more finding(s) in the step summary")
     return "\n".join(out) + ("\n" if out else "")
