@@ -13,6 +13,7 @@ from typing import Any
 import typer
 
 from cbaudit.cli.common import FormatOpt, OutputFormat, OutputOpt, QuietOpt, VerboseOpt, emit
+from cbaudit.cli.goodput_option import GoodputCommand
 from cbaudit.model import UsageError
 from cbaudit.sim import replay as core
 from cbaudit.sim import replay_compare as comparable
@@ -86,7 +87,10 @@ def replay(
     ),
     no_validate: bool = typer.Option(False, "--no-validate", help="Same as --validate off."),
     goodput: list[str] = typer.Option(
-        None, "--goodput", help="SLO limits KEY:MS (ttft, tbt, tpot, e2el) for every request."
+        None,
+        "--goodput",
+        help="SLO limits for every request, as vllm bench serve takes them: --goodput ttft:MS"
+        " tpot:MS e2el:MS (space-separated; also tbt:MS, the largest gap between tokens).",
     ),
     slo_window_ms: float = typer.Option(
         None, "--slo-window-ms", help="Report the SLO outcome ledger over [0, MS]."
@@ -147,6 +151,6 @@ def register(app: typer.Typer) -> None:
         " `replay run ...`), or sweep offered rates (`replay sweep`).",
         no_args_is_help=True,
     )
-    replay_app.command("run")(replay)
+    replay_app.command("run", cls=GoodputCommand)(replay)
     cmd_replay_sweep.register(replay_app)
     app.add_typer(replay_app, name="replay")
