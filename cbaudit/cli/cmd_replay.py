@@ -82,6 +82,13 @@ def replay(
         True, "--samples/--no-samples", help="Per-request samples for compare-results (JSON)."
     ),
     trace_out: Path = typer.Option(None, "--trace-out", help="Write state/plan/result JSONL."),
+    steps: int = typer.Option(
+        0,
+        "--steps",
+        min=0,
+        help="Also report the first N iterations one per line: their time and the binding"
+        " roofline term (memory bandwidth or compute), admissions and K/V blocks left.",
+    ),
     validate: Validation = typer.Option(
         Validation.CONTRACT, "--validate", help="contract | fast | off."
     ),
@@ -127,7 +134,7 @@ def replay(
     sink = core.trace_file(trace_out) if trace_out is not None else nullcontext(None)
     with sink as trace, _progress_bar() as progress:
         report, _ = comparable.replay_report(
-            loaded, source, options, samples=samples, trace=trace, progress=progress
+            loaded, source, options, samples=samples, trace=trace, progress=progress, steps=steps
         )
     return emit(report, fmt, output, quiet, verbose)
 
