@@ -70,6 +70,13 @@ def gate(
         if summary_path:
             with open(summary_path, "a", encoding="utf-8") as fh:
                 fh.write(step_summary(report))
+    if fmt is OutputFormat.sarif:  # --sarif-level applies to `-f sarif` as to `--sarif FILE`
+        text = render_sarif(report, level=sarif_level)
+        if output is not None:
+            atomic_write(output, text)
+        else:
+            sys.stdout.write(text)
+        return int(report.exit_code)
     return emit(report, fmt, output, quiet, verbose)
 
 

@@ -223,3 +223,15 @@ def test_markdown_of_a_passing_gate_is_short(m52_pass: GateRun) -> None:
     assert "Nothing blocks publication." in summary
     assert "## What blocks publication" not in summary
     assert summary.count("\n") < 20
+
+
+def test_sarif_level_applies_to_format_sarif_too(cli: Any) -> None:
+    """`gate -f sarif --sarif-level warning` adds the not-run check, as `--sarif FILE` does."""
+    from repo_paths import EVIDENCE
+
+    run = cli("gate", EVIDENCE, "-k", "bench-gpu", "-f", "sarif", "--sarif-level", "warning")
+    assert run.code == 0, run.err
+    results = json.loads(run.out)["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["CBAUDIT.CHECK.NOT_RUN"]
+    quiet = cli("gate", EVIDENCE, "-k", "bench-gpu", "-f", "sarif")
+    assert json.loads(quiet.out)["runs"][0]["results"] == []
