@@ -50,9 +50,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-# The HTML report is tested in real headless Chromium. In CI (CI=true), or when asked
-# (CBAUDIT_INSTALL_BROWSER=1), install it from the OS packages when it is missing and we are
-# root; where that is impossible the browser test is skipped with a message saying why.
+# The HTML report is tested in real headless Chromium, driven by Playwright (dev extra) through
+# the OS package's binary. In CI (CI=true), or when asked (CBAUDIT_INSTALL_BROWSER=1), install
+# it from the OS packages when it is missing and we are root; where that is impossible the
+# browser tests are skipped with a message saying why. They leave screenshots of the reports in
+# artifacts/screenshots/ (git-ignored) for CI to keep.
 browser:
 	@if ! command -v chromium >/dev/null 2>&1 && { [ "$$CI" = true ] || [ -n "$$CBAUDIT_INSTALL_BROWSER" ]; }; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

@@ -17,6 +17,7 @@ from cbaudit.cli.common import (
     atomic_write,
     emit,
 )
+from cbaudit.report.sarif import SarifLevel
 
 
 def gate(
@@ -45,6 +46,12 @@ def gate(
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML report."),
     junit: Path = typer.Option(None, "--junit", help="Also write JUnit XML."),
     sarif: Path = typer.Option(None, "--sarif", help="Also write SARIF 2.1.0."),
+    sarif_level: SarifLevel = typer.Option(
+        SarifLevel.ERROR,
+        "--sarif-level",
+        help="Least severe SARIF result: error (failed and errored checks' errors), warning"
+        " (also their warnings, and not-run checks), note (also their notes).",
+    ),
     fmt: OutputFormat = FormatOpt,
     output: Path = OutputOpt,
     quiet: bool = QuietOpt,
@@ -54,6 +61,7 @@ def gate(
     from cbaudit.cli.progress import progress_bar
     from cbaudit.gate.runner import run_gate
     from cbaudit.report import REPORTERS
+    from cbaudit.report.sarif import render_sarif
 
     with progress_bar("gate", "checks", quiet=quiet) as progress:
         report = run_gate(
@@ -65,9 +73,11 @@ def gate(
             root=root,
             progress=progress,
         )
-    for path, name in ((markdown, "markdown"), (html, "html"), (junit, "junit"), (sarif, "sarif")):
+    for path, name in ((markdown, "markdown"), (html, "html"), (junit, "junit")):
         if path is not None:
             atomic_write(path, REPORTERS[name](report, 1, False))
+    if sarif is not None:
+        atomic_write(sarif, render_sarif(report, level=sarif_level))
     if os.environ.get("GITHUB_ACTIONS") == "true":
         from cbaudit.gate.locations import repository_paths
         from cbaudit.gate.manifest import discover, load_bundle
@@ -81,6 +91,13 @@ def gate(
         if summary_path:
             with open(summary_path, "a", encoding="utf-8") as fh:
                 fh.write(step_summary(report))
+    if fmt is OutputFormat.sarif:  # --sarif-level applies to `-f sarif` as to `--sarif FILE`
+        text = render_sarif(report, level=sarif_level)
+        if output is not None:
+            atomic_write(output, text)
+        else:
+            sys.stdout.write(text)
+        return int(report.exit_code)
     return emit(report, fmt, output, quiet, verbose)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from cbaudit.cli.common import FormatOpt, OutputFormat, OutputOpt, QuietOpt, VerboseOpt, emit
+from cbaudit.cli.goodput_option import GoodputCommand
 from cbaudit.cli.progress import progress_bar
 from cbaudit.model import UsageError
 from cbaudit.sim import replay as core
@@ -79,12 +80,22 @@ def replay(
         True, "--samples/--no-samples", help="Per-request samples for compare-results (JSON)."
     ),
     trace_out: Path = typer.Option(None, "--trace-out", help="Write state/plan/result JSONL."),
+    steps: int = typer.Option(
+        0,
+        "--steps",
+        min=0,
+        help="Also report the first N iterations one per line: their time and the binding"
+        " roofline term (memory bandwidth or compute), admissions and K/V blocks left.",
+    ),
     validate: Validation = typer.Option(
         Validation.CONTRACT, "--validate", help="contract | fast | off."
     ),
     no_validate: bool = typer.Option(False, "--no-validate", help="Same as --validate off."),
     goodput: list[str] = typer.Option(
-        None, "--goodput", help="SLO limits KEY:MS (ttft, tbt, tpot, e2el) for every request."
+        None,
+        "--goodput",
+        help="SLO limits for every request, as vllm bench serve takes them: --goodput ttft:MS"
+        " tpot:MS e2el:MS (space-separated; also tbt:MS, the largest gap between tokens).",
     ),
     slo_window_ms: float = typer.Option(
         None, "--slo-window-ms", help="Report the SLO outcome ledger over [0, MS]."
@@ -121,7 +132,7 @@ def replay(
     sink = core.trace_file(trace_out) if trace_out is not None else nullcontext(None)
     with sink as trace, _progress_bar(quiet) as progress:
         report, _ = comparable.replay_report(
-            loaded, source, options, samples=samples, trace=trace, progress=progress
+            loaded, source, options, samples=samples, trace=trace, progress=progress, steps=steps
         )
     return emit(report, fmt, output, quiet, verbose)
 
@@ -145,6 +156,6 @@ def register(app: typer.Typer) -> None:
         " `replay run ...`), or sweep offered rates (`replay sweep`).",
         no_args_is_help=True,
     )
-    replay_app.command("run")(replay)
+    replay_app.command("run", cls=GoodputCommand)(replay)
     cmd_replay_sweep.register(replay_app)
     app.add_typer(replay_app, name="replay")

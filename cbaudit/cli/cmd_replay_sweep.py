@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from cbaudit.cli.common import FormatOpt, OutputFormat, OutputOpt, QuietOpt, VerboseOpt, emit
+from cbaudit.cli.goodput_option import GoodputCommand
 from cbaudit.cli.progress import progress_bar
 from cbaudit.io.loader import load_document
 from cbaudit.model import CheckResult, EvidenceClass, InputDigest, Report, UsageError
@@ -49,7 +50,10 @@ def sweep(
     repeats: int = typer.Option(3, "--repeats", min=1, help="Seeds per rate (seed + k)."),
     attainment: float = typer.Option(0.9, "--attainment", help="Target offered-load attainment."),
     goodput: list[str] = typer.Option(
-        None, "--goodput", help="SLO limits KEY:MS (ttft, tbt, tpot, e2el); repeatable."
+        None,
+        "--goodput",
+        help="SLO limits as vllm bench serve takes them: --goodput ttft:MS tpot:MS e2el:MS"
+        " (also tbt:MS).",
     ),
     window_ms: float = typer.Option(
         None, "--window-ms", help="Observation window (default: run end)."
@@ -134,4 +138,4 @@ def sweep(
 
 def register(replay_app: typer.Typer) -> None:
     """Add `sweep` to the `replay` group."""
-    replay_app.command("sweep")(sweep)
+    replay_app.command("sweep", cls=GoodputCommand)(sweep)

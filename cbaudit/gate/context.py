@@ -161,8 +161,8 @@ class GateContext:
             difflib.unified_diff(
                 old_canon.splitlines(keepends=True),
                 text.splitlines(keepends=True),
-                fromfile=f"expected/{rel}",
-                tofile="actual",
+                fromfile=f"{rel} (expected)",
+                tofile=f"{rel} (actual)",
                 n=2,
             )
         )

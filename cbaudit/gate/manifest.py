@@ -29,6 +29,7 @@ class CheckSpec:
     pointer: str
     bundle_root: Path
     root: Path | None = None  # the declared or permitted root its checks may read in
+    line: int | None = None  # line of the check's entry in its manifest, where known
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ def load_bundle(root: Path, *, permit: Path | None = None) -> Bundle:
     specs: list[CheckSpec] = []
 
     def add_checks(
-        items: list[Any], base_dir: Path, display: str, ptr: str, loop: Any = None
+        items: list[Any], base_dir: Path, display: str, ptr: str, loop: Any = None, at: Any = None
     ) -> None:
         for i, item in enumerate(items):
             if "loop" in item or loop is not None:
@@ -160,10 +161,11 @@ def load_bundle(root: Path, *, permit: Path | None = None) -> Bundle:
                     pointer=pointer_join(ptr, i),
                     bundle_root=root,
                     root=read_root,
+                    line=at(pointer_join(ptr, i)).line if at else None,
                 )
             )
 
-    add_checks(doc.data.get("checks", []), root, doc.path, "/checks")
+    add_checks(doc.data.get("checks", []), root, doc.path, "/checks", at=doc.locate)
     resolved_root = root.resolve()
     for j, rel in enumerate(doc.data.get("include", [])):
         target = (root / rel).resolve()
@@ -181,7 +183,12 @@ def load_bundle(root: Path, *, permit: Path | None = None) -> Bundle:
         _schema_errors(inc.data, "check-list", inc.path, inc.locate)
         files.append(root / rel)
         add_checks(
-            inc.data["checks"], (root / rel).parent, inc.path, "/checks", inc.data.get("loop")
+            inc.data["checks"],
+            (root / rel).parent,
+            inc.path,
+            "/checks",
+            inc.data.get("loop"),
+            inc.locate,
         )
     seen: dict[str, CheckSpec] = {}
     for spec in specs:

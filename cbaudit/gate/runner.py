@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import as_completed
 from dataclasses import replace
@@ -18,6 +19,7 @@ from typing import Any
 from cbaudit.gate.context import GateContext
 from cbaudit.gate.kinds import KINDS, resolve_kind
 from cbaudit.gate.manifest import Bundle, CheckSpec, discover, load_bundle
+from cbaudit.gate.stamp import stamp
 from cbaudit.io.workers import worker_pool
 from cbaudit.model import (
     CheckResult,
@@ -134,7 +136,18 @@ def _errored(spec: CheckSpec, *findings: Finding) -> list[CheckResult]:
 def run_check(
     spec: CheckSpec, update: bool = False, timeout_s: float | None = DEFAULT_CHECK_TIMEOUT_S
 ) -> list[CheckResult]:
-    """Run one declared check; never raises for bad input (it becomes an ERROR result)."""
+    """Run one declared check; never raises for bad input (it becomes an ERROR result).
+
+    Its results carry where the check is declared, its wall time and readable locations
+    (`cbaudit.gate.stamp`)."""
+    started = time.perf_counter()
+    results = _run_check(spec, update, timeout_s)
+    return stamp(spec, results, time.perf_counter() - started)
+
+
+def _run_check(
+    spec: CheckSpec, update: bool = False, timeout_s: float | None = DEFAULT_CHECK_TIMEOUT_S
+) -> list[CheckResult]:
     ctx = GateContext(
         base_dir=spec.base_dir,
         manifest=spec.manifest,

@@ -11,7 +11,7 @@ from typing import Any
 
 from cbaudit import __version__
 from cbaudit.model.errors import file_error
-from cbaudit.model.findings import EvidenceClass, ExitCode, Finding, Severity
+from cbaudit.model.findings import EvidenceClass, ExitCode, Finding, Location, Severity
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -62,6 +62,12 @@ class CheckResult:
     artifacts: Mapping[str, str] = field(default_factory=dict)  # name -> path or sha256
     # Chart specs for the publish-gate report (see cbaudit/report/charts.py for the shapes).
     charts: tuple[Mapping[str, Any], ...] = ()
+    # Where the check that produced this result is declared (a bundle's checks.yaml entry);
+    # reports point there when a result has no located finding (JUnit, SARIF).
+    declared_at: Location | None = None
+    # Wall time the check took, in seconds. Never part of the JSON report (which stays
+    # byte-identical run to run); JUnit carries it as `time`.
+    duration_s: float | None = field(default=None, compare=False)
 
     @property
     def outcome(self) -> CheckStatus:
@@ -82,6 +88,7 @@ class CheckResult:
             "metrics": dict(self.metrics),
             "artifacts": dict(self.artifacts),
             **({"charts": [dict(c) for c in self.charts]} if self.charts else {}),
+            **({"declared_at": self.declared_at.to_dict()} if self.declared_at else {}),
         }
 
 

@@ -37,13 +37,13 @@ def _sarif(report: Report, verbosity: int = 0, color: bool = False) -> str:
 
 
 def _markdown(report: Report, verbosity: int = 0, color: bool = False) -> str:
-    from cbaudit.report.publish import render_markdown
+    from cbaudit.report.markdown import render_markdown
 
     return render_markdown(report, verbosity, color)
 
 
 def _html(report: Report, verbosity: int = 0, color: bool = False) -> str:
-    from cbaudit.report.publish import render_html
+    from cbaudit.report.html import render_html
 
     return render_html(report, verbosity, color)
 

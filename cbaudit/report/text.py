@@ -37,22 +37,24 @@ def _fmt_metric(value: Any) -> str:
     return str(value)
 
 
-def _flatten(metrics: Mapping[str, Any], prefix: str = "", depth: int = 0) -> list[tuple[str, str]]:
-    """Nested metrics as dotted keys with readable scalar values."""
+def _flatten(
+    metrics: Mapping[str, Any], prefix: str = "", full: bool = False
+) -> list[tuple[str, str]]:
+    """Nested metrics as dotted keys with readable values, every level of nesting; long
+    lists are summarized (`[80 values]`) unless `full`."""
     rows: list[tuple[str, str]] = []
     for key in sorted(metrics):
         value = metrics[key]
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value and depth < 3:
-            rows.extend(_flatten(value, name + ".", depth + 1))
+        if isinstance(value, Mapping) and value:
+            rows.extend(_flatten(value, name + ".", full))
         elif isinstance(value, Mapping):
-            rows.append((name, "{}" if not value else f"{{{len(value)} keys}}"))
+            rows.append((name, "{}"))
+        elif full and isinstance(value, list):
+            rows.append((name, "[" + ", ".join(_fmt_metric(v) for v in value) + "]"))
         else:
             rows.append((name, _fmt_metric(value)))
     return rows
-
-
-MAX_METRIC_ROWS = 60
 
 
 Span = tuple[str, str]
@@ -104,12 +106,8 @@ def layout(report: Report, verbosity: int) -> list[Line | Rows]:
                 )
             )
         if verbosity > 0 and result.metrics:
-            rows = _flatten(result.metrics)
-            shown = rows if verbosity > 1 else rows[:MAX_METRIC_ROWS]
-            out.append(Rows(tuple(shown)))
-            if len(shown) < len(rows):
-                more = f"  ... {len(rows) - len(shown)} more metrics (-vv, or --format json)"
-                out.append(Line(((more, ""),)))
+            # -v: every metric, every level; -vv also prints long lists in full
+            out.append(Rows(tuple(_flatten(result.metrics, full=verbosity > 1))))
     counts = report.counts()
     parts = [f"{n} {k.replace('_', ' ')}" for k, n in counts.items() if n]
     verdict = report.verdict.upper()
@@ -151,6 +149,6 @@ def render_rich(blocks: list[Line | Rows], color: bool) -> str:
             table = Table(show_header=False, box=None, padding=(0, 2))
             for key, value in block.rows:
                 # Text, not str: a value such as "[req-B:0, req-R:0]" is data, not rich markup
-                table.add_row(Text(f"  {key}"), Text(value))
+                table.add_row(Text(f"  {key}"), Text(value, overflow="fold"))
             console.print(table)
     return buf.getvalue()

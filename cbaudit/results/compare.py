@@ -101,6 +101,9 @@ class _Footnotes:
 
 
 def _coord_pointer(item: SampleSet, key: str) -> str:
+    pointers = item.extra.get("pointers")
+    if isinstance(pointers, Mapping):  # peers' files: where each coordinate is read from
+        return str(pointers.get(key) or item.pointer)
     if item.adapter == "bench-results":
         return item.pointer + "/manifest"
     if item.adapter == "replay-report":

@@ -21,9 +21,7 @@ Adapters shipped here:
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,72 +30,24 @@ from cbaudit.io.schemas import list_schemas, validate
 from cbaudit.model import EvidenceClass, InputError
 from cbaudit.model.findings import pointer_join
 from cbaudit.results.coordinates import UNREPORTED, flatten
+from cbaudit.results.peers import PEER_ADAPTERS
+from cbaudit.results.sample_model import (
+    Adapter,
+    Builder,
+    Point,
+    SampleSet,
+    evidence,
+    finite,
+)
+
+__all__ = ["ADAPTERS", "Adapter", "Builder", "Point", "SampleSet", "adapt", "register_adapter"]
 
 RESULT_RECORDS_KIND = "cbaudit.result-records"
 SOURCE_REPORTED_KIND = "cbaudit.source-reported-results"
 
 
-@dataclass(frozen=True, slots=True)
-class Point:
-    """The samples of one point (a grid point, a load level, a request class...)."""
-
-    key: str
-    metric: str
-    unit: str
-    samples: tuple[float, ...]
-    reported: str | None = None  # the value as the source wrote it (source-reported only)
-
-
-@dataclass(frozen=True)
-class SampleSet:
-    """One result, ready to be compared."""
-
-    label: str  # how reports name it: `file#id`
-    file: str
-    pointer: str  # where the result sits in its file
-    adapter: str
-    coordinates: Mapping[str, str | None]  # the flat comparison set
-    evidence_class: EvidenceClass
-    points: Mapping[str, Point]
-    manifest: Mapping[str, str | None] | None = None  # checked manifest fields (measured files)
-    source_reported: bool = False
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-
-Builder = Callable[[Document], list[SampleSet]]
-
-
-@dataclass(frozen=True, slots=True)
-class Adapter:
-    """Turns one input type into sample sets."""
-
-    name: str
-    detect: Callable[[Any], bool]
-    build: Builder
-
-
-def _finite(value: Any, file: str, pointer: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError.at(
-            "COMPARE.SAMPLE.TYPE", "a sample must be a number", file, pointer=pointer
-        )
-    out = float(value)
-    if not math.isfinite(out):
-        raise InputError.at("COMPARE.SAMPLE.TYPE", "a sample must be finite", file, pointer=pointer)
-    return out
-
-
-def _evidence(value: Any, file: str, pointer: str) -> EvidenceClass:
-    try:
-        return EvidenceClass(str(value))
-    except ValueError:
-        known = ", ".join(e.value for e in EvidenceClass)
-        raise InputError.at(
-            "COMPARE.EVIDENCE_CLASS.UNKNOWN",
-            f"evidence class {value!r} is not one of {known}",
-            file,
-            pointer=pointer,
-        ) from None
+_finite = finite
+_evidence = evidence
 
 
 def _schema_or_raise(doc: Document, name: str) -> None:
@@ -427,6 +377,7 @@ for _adapter in (
     Adapter("source-reported", _detect_source_reported, _build_source_reported),
     Adapter("bench-results", _detect_bench, _build_bench),
     Adapter("replay-report", _detect_replay, _build_replay),
+    *PEER_ADAPTERS,
 ):
     register_adapter(_adapter)
 
@@ -438,8 +389,9 @@ def adapt(doc: Document) -> list[SampleSet]:
             return adapter.build(doc)
     raise InputError.at(
         "COMPARE.INPUT.UNKNOWN_TYPE",
-        "not a result-record file, source-reported registry, bench results file or replay"
-        " report (set `kind`, or give `manifest`+`points`, or `command: replay`)",
+        "not a result-record file, source-reported registry, bench results file, replay"
+        " report, `vllm bench serve --save-result` JSON, GuideLLM report or pyperf JSON"
+        " (set `kind`, or give `manifest`+`points`, or `command: replay`)",
         doc.path,
         pointer="",
     )

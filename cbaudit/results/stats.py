@@ -82,6 +82,40 @@ def binom_half_cdf_num(n: int, k: int) -> int:
     return sum(math.comb(n, i) for i in range(min(k, n) + 1))
 
 
+#: Up to this many samples the binomial tail is summed in exact integers; beyond it (per-token
+#: latencies of a long benchmark run hold thousands) in log space, which agrees to float
+#: precision and keeps the cost linear instead of overflowing a float.
+EXACT_CI_MAX_N = 1000
+
+
+def _lower_rank(n: int, tail: float) -> tuple[int, float]:
+    """The largest rank r <= n/2 with P(B <= r - 1) <= tail for B ~ Binomial(n, 1/2), and
+    that probability; (0, 0.0) when even r = 1 fails."""
+    best, below = 0, 0.0
+    if n <= EXACT_CI_MAX_N:
+        denom = 2**n
+        cum = 0
+        for lower in range(1, n // 2 + 1):
+            cum += math.comb(n, lower - 1)
+            if cum / denom <= tail:  # int / int: exact to one rounding, never overflows
+                best, below = lower, cum / denom
+            else:
+                break
+        return best, below
+    log_half_n = n * math.log(2.0)
+    cdf = 0.0
+    for lower in range(1, n // 2 + 1):
+        k = lower - 1
+        cdf += math.exp(
+            math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) - log_half_n
+        )
+        if cdf <= tail:
+            best, below = lower, cdf
+        else:
+            break
+    return best, below
+
+
 def median_ci(values: Sequence[float], confidence: float = 0.95) -> MedianCI:
     """Median and its order-statistic confidence interval at `confidence` (or none)."""
     if not 0.0 < confidence < 1.0:
@@ -90,17 +124,11 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> MedianCI:
     n = len(xs)
     med = median(xs)
     tail = (1.0 - confidence) / 2.0
-    denom = 2**n
-    best = 0
-    for lower in range(1, n // 2 + 1):
-        if binom_half_cdf_num(n, lower - 1) / denom <= tail:
-            best = lower
-        else:
-            break
+    best, below = _lower_rank(n, tail)
     if best == 0:
         return MedianCI(n=n, median=med, low=None, high=None, coverage=None, ranks=None)
     upper = n - best + 1
-    coverage = 1.0 - 2.0 * binom_half_cdf_num(n, best - 1) / denom
+    coverage = 1.0 - 2.0 * below
     return MedianCI(
         n=n,
         median=med,

@@ -201,8 +201,11 @@ class Engine:
         progress: Callable[[int, int], None] | None = None,
         preemption: Any = None,
         cross_check: bool = False,
+        step_observer: Callable[[Any], None] | None = None,
     ) -> None:
         self.identity = identity_of(policy)
+        # called with a step_trace.StepEvent after each executed iteration (replay --steps)
+        self.step_observer = step_observer
         self.workload = workload.with_policy(self.identity)
         self.policy = policy
         self.cost = cost
@@ -566,6 +569,7 @@ class Engine:
 
             if plan.admitted:
                 self._admit(plan.admitted, waiting, running)
+            left = free
             for r, why in terminal:
                 r.terminal = True
                 r.queue = QueueName.FINISHED
@@ -579,6 +583,8 @@ class Engine:
                 finished += 1
             if terminal:
                 running = [r for r in running if not r.terminal]
+            if self.step_observer is not None:
+                self._observe_step(iteration, start, now, plan, terminal, left, free)
 
             if done is not None:
                 res: Any = None
@@ -672,6 +678,42 @@ class Engine:
             " preemptions so far): the replay is in a preemption livelock",
             iteration,
             "engine",
+        )
+
+    def _observe_step(
+        self,
+        iteration: int,
+        start: float,
+        end: float,
+        plan: Any,
+        terminal: list[tuple[ReqState, str]],
+        left: int | None,
+        free: int | None,
+    ) -> None:
+        from cbaudit.sim.step_trace import StepEvent
+
+        dec: list[int] = []
+        chunks: list[tuple[int, int]] = []
+        for item in plan.items:
+            if item.phase == DECODE_ROW:
+                dec.append(item.end)
+            else:
+                chunks.append((item.start, item.end))
+        assert self.step_observer is not None
+        self.step_observer(
+            StepEvent(
+                iteration=iteration,
+                start=start,
+                end=end,
+                shape=StepShape(tuple(dec), tuple(chunks)),
+                admitted=tuple(r.rid for r in plan.admitted),
+                preempted=tuple(r.rid for r in plan.preempted),
+                rejected=tuple(r.rid for r in plan.rejected),
+                finished=tuple(r.rid for r, _ in terminal),
+                kv_blocks_left=left,
+                kv_blocks_free_end=free,
+                kv_total_blocks=self.budgets.kv_total_blocks if free is not None else None,
+            )
         )
 
     @staticmethod

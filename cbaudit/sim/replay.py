@@ -152,8 +152,12 @@ def run(
     progress: Callable[[int, int], None] | None = None,
     source: str | None = None,
     base_dir: Path | None = None,
+    steps: int = 0,
 ) -> tuple[ReplayRun, dict[str, Any], EvidenceClass]:
-    """Run one replay; returns the run, its metrics and the time metrics' evidence class."""
+    """Run one replay; returns the run, its metrics and the time metrics' evidence class.
+
+    `steps` > 0 records the first `steps` iterations (`step_trace`) into `run.extra["steps"]`.
+    """
     if options.budgets:
         workload = workload.with_budgets(options.budgets)
     policy = make_policy(options.policy, options.policy_options, file=source)
@@ -165,6 +169,11 @@ def run(
         preemption = make_preemption(options.preemption)
     except ValueError as err:
         raise InputError.at("REPLAY.PREEMPTION.OPTION", str(err), source) from None
+    recorder = None
+    if steps > 0:
+        from cbaudit.sim.step_trace import StepRecorder
+
+        recorder = StepRecorder(cost, steps)
     engine = Engine(
         workload,
         policy,
@@ -175,8 +184,11 @@ def run(
         initial=options.initial,
         progress=progress,
         preemption=preemption,
+        step_observer=recorder,
     )
     result = engine.run()
+    if recorder is not None:
+        result.extra["steps"] = recorder.steps
     metrics = summarize(
         result, windows=options.windows, time_evidence=evidence, per_request=options.per_request
     )

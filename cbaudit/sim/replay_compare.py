@@ -328,10 +328,18 @@ def replay_report(
     trace: TraceSink | None = None,
     progress: Callable[[int, int], None] | None = None,
     base_dir: Path | None = None,
+    steps: int = 0,
 ) -> tuple[Report, EvidenceClass]:
-    """Run one replay and build its report: metrics (with samples), coordinates, inputs."""
+    """Run one replay and build its report: metrics (with samples), coordinates, inputs;
+    with `steps`, one `replay.step` result per traced iteration after the replay's own."""
     run, metrics, evidence = core.run(
-        workload, options, trace=trace, progress=progress, source=source.display, base_dir=base_dir
+        workload,
+        options,
+        trace=trace,
+        progress=progress,
+        source=source.display,
+        base_dir=base_dir,
+        steps=steps,
     )
     if samples:
         metrics = {**metrics, **sample_metrics(run)}
@@ -342,7 +350,12 @@ def replay_report(
         "stop_reason": run.stop_reason,
         "coordinates": coordinates(run, metrics, evidence, source, options),
     }
-    report = Report.build("replay", [result], inputs=source.digests(), summary=summary)
+    results = [result]
+    if steps:
+        from cbaudit.sim.step_trace import step_results
+
+        results += step_results(run.extra.get("steps", []), evidence)
+    report = Report.build("replay", results, inputs=source.digests(), summary=summary)
     return report, evidence
 
 

@@ -71,6 +71,13 @@ def parse_goodput(items: Iterable[str]) -> dict[str, float]:
     for item in items:
         for part in item.replace(",", " ").split():
             key, sep, raw = part.partition(":")
+            if key == "itl":
+                raise ValueError(
+                    f"goodput limit {part!r}: itl is not a goodput key, in vLLM either"
+                    " (vllm bench serve takes ttft, tpot, e2el: vllm/benchmarks/serve.py,"
+                    " check_goodput_args); to bound every gap between two output tokens use"
+                    " tbt:MS"
+                )
             if not sep or key not in GOODPUT_KEYS:
                 raise ValueError(
                     f"goodput limit {part!r} is not KEY:MS with KEY in {sorted(GOODPUT_KEYS)}"
