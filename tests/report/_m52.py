@@ -7,7 +7,8 @@ project), where three edits make one check of each problem kind:
 * Loop 2's iteration-5 case lowers its token budget from 4 to 3: a FAIL
   (`PLAN.BUDGET.TOKEN_EXCEEDED`), and the mutation campaigns on it see an unclean baseline;
 * the lesson's expected static report changes one number: a FAIL (`GATE.EXPECTED.DRIFT`);
-* Loop 3's A/B/C workload gets a broken YAML line: an ERROR (`LOAD.SYNTAX`).
+* the lesson's expected continuous-batching report is cut short: an ERROR (`LOAD.SYNTAX`; an unusable
+  expected file is unusable input, not drift).
 
 The GPU additivity check stays NOT RUN on a machine without CUDA measurements.
 """
@@ -93,6 +94,6 @@ def tamper(project: Path) -> None:
     doc = json.loads(expected.read_text(encoding="utf-8"))
     doc["end_time"] += 1
     expected.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    workload = bundle / "loop3" / "abc.workload.yaml"
-    with workload.open("a", encoding="utf-8") as fh:
-        fh.write("  : [unclosed\n")
+    report = bundle / "lesson" / "expected" / "continuous.json"
+    text = report.read_text(encoding="utf-8")
+    report.write_text(text[: len(text) // 2], encoding="utf-8")
