@@ -7,8 +7,8 @@ project), where three edits make one check of each problem kind:
 * Loop 2's iteration-5 case lowers its token budget from 4 to 3: a FAIL
   (`PLAN.BUDGET.TOKEN_EXCEEDED`), and the mutation campaigns on it see an unclean baseline;
 * the lesson's expected static report changes one number: a FAIL (`GATE.EXPECTED.DRIFT`);
-* the lesson's expected continuous-batching report is cut short: an ERROR (`LOAD.SYNTAX`; an unusable
-  expected file is unusable input, not drift).
+* the lesson's expected continuous-batching report is cut short: an ERROR (`LOAD.SYNTAX`;
+  an unusable expected file is unusable input, not drift).
 
 The GPU additivity check stays NOT RUN on a machine without CUDA measurements.
 """
