@@ -323,7 +323,8 @@ def _load(
 
     A profile of the other kind (a hardware id where a model is expected, or the reverse)
     is one located `PROFILE.KIND.MISMATCH` line that says what it is; `precheck` runs
-    before the schema, for mistakes a schema would report less plainly.
+    before the schema on a document of the right kind, for mistakes a schema would report
+    less plainly. A path that exists but cannot be read is the loader's `LOAD.*` error.
     """
     shipped = shipped_profiles()
     if isinstance(ref, str) and ref in shipped:
@@ -332,7 +333,7 @@ def _load(
         path = Path(ref)
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
-        if not path.is_file():
+        if not path.exists():
             known = ", ".join(sorted(shipped))
             raise InputError.at(
                 "PROFILE.NOT_FOUND",
@@ -350,7 +351,7 @@ def _load(
             pointer="/kind",
             line=loc.line,
         )
-    if precheck is not None:
+    if precheck is not None and kind == schema:
         precheck(doc)
     from cbaudit.io.schemas import validate
 
