@@ -12,7 +12,8 @@ The commands do their whole real work on small real inputs: `validate-plan` of o
 case (load, leak scan, schema, contract, text report), `replay` of the Loop 3 three-request
 workload under `fifo` (every plan contract-checked), `mutate` of the plan case with the
 `plan.decision` operators, `gate` of a one-check bundle, `failure-closure` of the M5.2
-registry (hashing every bound file), `formula-audit` of the formula registry, and `--version`.
+registry (hashing every bound file), `formula-audit` of the formula registry, `model step-time`
+of worked example 4.2 (two shipped profiles, every input printed), and `--version`.
 Children run with Python's bytecode cache on, as on any machine where cbaudit was installed
 with pip (one untimed warm-up run of each writes it). `--check` exits 1 when a command's
 median ratio is over `--max-ratio` (0.6).
@@ -48,6 +49,10 @@ def commands(bundle: Path) -> dict[str, list[str]]:
         "gate (1-check bundle)": ["gate", str(bundle), "-j", "1"],
         "failure-closure": ["failure-closure", str(M52 / "loop11" / "failure_closure.json")],
         "formula-audit": ["formula-audit", str(REPO / "registry" / "formula_registry.yaml")],
+        "model step-time": [
+            "model", "step-time", "-m", "lecture4-dense-70b-fp16", "-H", "lecture4-h100-sxm",
+            "-B", "32", "--context", "2048", "--prefill", "8192",
+        ],
         "--version": ["--version"],
     }  # fmt: skip
 

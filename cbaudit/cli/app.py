@@ -82,6 +82,11 @@ COMMANDS: dict[str, CommandEntry] = {
     "schema": CommandEntry(
         "cbaudit.cli.cmd_schema", "List, show and export the JSON Schemas cbaudit ships."
     ),
+    "model": CommandEntry(
+        "cbaudit.cli.cmd_model",
+        "Calculators of lecture 4's cost models (derived): mixed-step time, preemption by"
+        " recompute or swap, CUDA-graph padding, hybrid state pools.",
+    ),
 }
 
 

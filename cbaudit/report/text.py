@@ -1,8 +1,9 @@
 """Human-readable text: rich styles on a terminal, plain lines otherwise.
 
 A report is first laid out as lines of (text, style) spans and metric tables. Without color
-and without a table (the usual CI run) the lines are joined as they are, without loading rich;
-otherwise rich prints them. Both give the same characters (a test holds them equal): every
+(the usual CI run) the lines are joined as they are, and a metric table whose cells are
+printable ASCII and fit the width is laid out the way rich lays it out, all without loading
+rich; otherwise rich prints them. Both give the same characters (tests hold them equal): every
 line is printed unwrapped, so a long finding stays on one line.
 """
 
@@ -117,11 +118,35 @@ def layout(report: Report, verbosity: int) -> list[Line | Rows]:
     return out
 
 
+WIDTH = 120
+"""The console width reports are laid out at."""
+
+
+def plain_table(rows: Rows) -> list[str] | None:
+    """The lines rich prints for `rows` (no box, two spaces of padding around each cell, the
+    key indented by two) when every cell is printable ASCII and the table fits `WIDTH`;
+    None when rich would have to measure, shrink or fold something."""
+    keys = [f"  {key}" for key, _ in rows.rows]
+    values = [value for _, value in rows.rows]
+    if not keys or not all(c.isascii() and c.isprintable() for c in (*keys, *values)):
+        return None
+    w1, w2 = max(map(len, keys)), max(map(len, values))
+    if 2 + w1 + 4 + w2 + 2 > WIDTH:
+        return None
+    return [f"  {k:<{w1}}    {v:<{w2}}  " for k, v in zip(keys, values, strict=True)]
+
+
 def render_text(report: Report, verbosity: int = 0, color: bool = False) -> str:
     blocks = layout(report, verbosity)
-    if color or any(isinstance(b, Rows) for b in blocks):
-        return render_rich(blocks, color)
-    return "".join(b.plain() + "\n" for b in blocks if isinstance(b, Line))
+    if not color:
+        lines: list[str] = []
+        for block in blocks:
+            table = [block.plain()] if isinstance(block, Line) else plain_table(block)
+            if table is None:
+                return render_rich(blocks, color)
+            lines.extend(table)
+        return "".join(line + "\n" for line in lines)
+    return render_rich(blocks, color)
 
 
 def render_rich(blocks: list[Line | Rows], color: bool) -> str:
@@ -135,7 +160,7 @@ def render_rich(blocks: list[Line | Rows], color: bool) -> str:
         file=buf,
         force_terminal=color,
         no_color=not color,
-        width=120,
+        width=WIDTH,
         highlight=False,
         emoji=False,
     )

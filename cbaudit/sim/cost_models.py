@@ -215,7 +215,7 @@ class RooflineCostModel:
         weight = m.weight_bytes_total
         read = step.history_rows * kv
         write = step.tokens * kv
-        linear = 2 * m.parameter_count * step.tokens
+        linear = m.linear_flops_per_token * step.tokens
         attention = m.attention_flops_per_pair * step.attention_pairs
         return RooflineTerms(
             weight_bytes=weight,
@@ -248,7 +248,7 @@ class RooflineCostModel:
             k,
             bpm.denominator,
             den * bpm.numerator,
-            2 * m.parameter_count,
+            m.linear_flops_per_token,
             m.attention_flops_per_pair,
             fpm.denominator,
             fpm.numerator,
@@ -286,7 +286,7 @@ class RooflineCostModel:
         m = self.model
         kv = m.kv_bytes_per_token
         per_row_compute = (
-            2 * m.parameter_count + m.attention_flops_per_pair * context_len
+            m.linear_flops_per_token + m.attention_flops_per_pair * context_len
         ) / self.flops_per_ms
         per_row_memory = context_len * kv / self.bytes_per_ms
         gain = per_row_compute - per_row_memory
@@ -320,6 +320,7 @@ class RooflineCostModel:
             )
         model_ref = _str_option(options, "model", src) or DEFAULT_MODEL_PROFILE
         model = load_model_profile(model_ref, base_dir=src.base_dir)
+        model.require_step_totals()
         hardware = load_hardware_profile(hw_ref, base_dir=src.base_dir)
         one = Fraction(1)
         mbu = _fraction_option(options, "mbu", src, low=Fraction(0), high=one)

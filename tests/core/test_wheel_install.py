@@ -125,6 +125,7 @@ def test_one_real_command_of_each_runs_from_the_plain_install(
         ["bench", "spec", "32q1s2k_q512s4k"],
         ["gate", bundle, "-j", "1"],
         ["schema", "list"],
+        ["model", "step-time", "-m", "lecture4-dense-70b-fp16", "-H", "lecture4-h100-sxm"],
         ["schema", "export", tmp_path / "schemas"],
     ]  # fmt: skip
     for args in runs:

@@ -120,6 +120,16 @@ def _slots(tmp: Path) -> list[Slot]:
             codes=NOT_RESULTS,
         ),
         Slot(
+            "model --model",
+            ("model", "step-time", "--model", "{}", "--hardware", "lecture4-h100-sxm"),
+            codes=(("missing", "PROFILE.NOT_FOUND"),),
+        ),
+        Slot(
+            "model --hardware",
+            ("model", "step-time", "--model", "lecture4-dense-70b-fp16", "--hardware", "{}"),
+            codes=(("missing", "PROFILE.NOT_FOUND"),),
+        ),
+        Slot(
             "gate bundle.yaml",
             ("gate", "{dir}", "-j", "1"),
             suffix="bundle.yaml",

@@ -77,7 +77,15 @@ def test_each_model_carries_its_evidence_class() -> None:
 
 def test_shipped_profiles_derive_the_llama3_8b_numbers() -> None:
     """The 8B profile derives 8,030,261,248 parameters and 131,072 K/V bytes per row."""
-    assert set(shipped_profiles()) == {"llama-3-8b-gqa-fp16", "nvidia-h100-sxm", "nvidia-h200-sxm"}
+    assert set(shipped_profiles()) == {
+        "llama-3-8b-gqa-fp16",
+        "nvidia-h100-sxm",
+        "nvidia-h200-sxm",
+        "lecture4-dense-70b-fp16",
+        "lecture4-nominal-8b-fp16",
+        "lecture4-kimi-k3-hybrid",
+        "lecture4-h100-sxm",
+    }
     m = load_model_profile("llama-3-8b-gqa-fp16")
     assert m.parameter_count == P == 8_030_261_248
     assert m.kv_bytes_per_token == KV == 131_072  # article 0x05 delta_KV_row
