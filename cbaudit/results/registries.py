@@ -36,8 +36,8 @@ from itertools import combinations
 from typing import Any
 
 from cbaudit.io.schemas import validate
-from cbaudit.model import Finding, FindingSink, Location
-from cbaudit.model.findings import Locator, pointer_join
+from cbaudit.model import Finding, FindingSink
+from cbaudit.model.findings import Locator, plain_locator, pointer_join
 from cbaudit.results.coordinates import COMPARISON_GROUPS, differences, flatten, is_unreported
 
 CONTRACT_FIELDS: tuple[tuple[str, str], ...] = (
@@ -99,11 +99,6 @@ def _empty(value: Any) -> bool:
     if isinstance(value, (list, dict)):
         return len(value) == 0
     return False
-
-
-def _plain(file: str) -> Locator:
-    """A locator without line numbers: the file and the pointer."""
-    return lambda pointer: Location(file=file, pointer=pointer)
 
 
 def _audit_contracts(data: Mapping[str, Any], sink: FindingSink) -> dict[str, Any]:
@@ -387,8 +382,8 @@ def audit_registries(
     findings += validate(
         results, "source-reported-results", file=results_file, locate=locate_results
     )
-    c_sink = FindingSink(locate_contracts or _plain(contracts_file))
-    r_sink = FindingSink(locate_results or _plain(results_file))
+    c_sink = FindingSink(locate_contracts or plain_locator(contracts_file))
+    r_sink = FindingSink(locate_results or plain_locator(results_file))
     c_data = _map(contracts)
     r_data = _map(results)
     c_summary = _audit_contracts(c_data, c_sink)

@@ -30,8 +30,8 @@ from fractions import Fraction
 from typing import Any
 
 from cbaudit.io.schemas import is_valid, validate
-from cbaudit.model import Finding, FindingSink, Location
-from cbaudit.model.findings import Locator, pointer_join
+from cbaudit.model import Finding, FindingSink
+from cbaudit.model.findings import Locator, plain_locator, pointer_join
 
 MIB = 1 << 20
 
@@ -169,17 +169,12 @@ class _Case:
         )
 
 
-def _plain(file: str) -> Locator:
-    """A locator without line numbers: the file and the pointer."""
-    return lambda pointer: Location(file=file, pointer=pointer)
-
-
 def run_sensitivity(data: Any, *, file: str, locate: Locator | None = None) -> SensitivityReport:
     """Check the fixture, derive the base ledger and every one-control case."""
     findings = validate(data, "sensitivity-fixture", file=file, locate=locate)
     if findings:
         return SensitivityReport(tuple(findings), {"valid": False})
-    sink = FindingSink(locate or _plain(file))
+    sink = FindingSink(locate or plain_locator(file))
     _check_declarations(data, sink)
     if sink.findings:
         return SensitivityReport(tuple(sink.findings), {"valid": False})
