@@ -238,8 +238,10 @@ def _case_rows(fx: _Fixture, sink: FindingSink) -> list[dict[str, Any]]:
             )
         seen.add(case.id)
         control = _one_control(fx, case, sink)
-        varied = None if control is None else _varied_controls(fx, case, control, sink)
-        if control is not None and varied is not None:
+        if control is None:
+            continue
+        varied = _varied_controls(fx, case, control, sink)
+        if varied is not None:
             rows.append(_case_row(fx, case, control, varied, sink))
     return rows
 
