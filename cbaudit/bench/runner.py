@@ -388,65 +388,122 @@ def run_bench(cfg: RunConfig, progress: Progress) -> dict[str, Any]:
     if cfg.ceilings:
         progress("ceilings: copy and GEMM probes")
         r.ceilings = r.measure.probe_ceilings(r.device, r.tdtype, r.device_facts["name"])
+    points, sentinel = _measure_grid(r, progress)
+    sent = _sentinel_summary(r, sentinel)
+    fits = _fits(r, points)
+    ev = EvidenceClass.MEASURED_GPU if r.on_gpu else EvidenceClass.MEASURED_CPU
+    return {
+        "format": RESULTS_FORMAT,
+        "format_version": RESULTS_FORMAT_VERSION,
+        "evidence_class": ev.value,
+        "measured_on_gpu": r.on_gpu,
+        "label": f"measured on GPU ({r.device_facts['name']})" if r.on_gpu else CPU_LABEL,
+        "manifest": _manifest(r, smi_start),
+        "ceilings": r.ceilings,
+        "sentinel": sent,
+        "points": points,
+        "fits": fits,
+    }
+
+
+def sentinel_positions(count: int, repeats: int) -> set[int]:
+    """Where, in a measuring order of `count` points, the sentinel is measured `repeats` times:
+    spread evenly from the first position to the last (none when `repeats` is 0)."""
+    if not repeats:
+        return set()
+    last = max(count - 1, 0)
+    return {round(i * last / max(repeats - 1, 1)) for i in range(repeats)}
+
+
+@dataclass(frozen=True)
+class _Sentinel:
+    """The drift sentinel: where it is measured, and its medians and sample CVs so far."""
+
+    at: set[int]
+    medians: list[float] = field(default_factory=list)
+    cvs: list[float] = field(default_factory=list)
+
+
+def _measure_sentinel(r: _Run, sentinel: _Sentinel) -> None:
+    """Measure the sentinel point once, unless the budget is spent or a signal came."""
+    assert r.grid.sentinel is not None
+    if r.elapsed() > r.cfg.budget_s or STOP.is_set():
+        return
+    rec = r.measure_point(GridPoint("sentinel", r.grid.sentinel, "sentinel"), r.cfg.seed)
+    if rec["median_ms"] is not None:
+        sentinel.medians.append(rec["median_ms"])
+        sentinel.cvs.append(rec["stats"]["cv"])
+
+
+def _measure_grid(r: _Run, progress: Progress) -> tuple[list[dict[str, Any]], _Sentinel]:
+    """Measure every point in a seeded random order, with the sentinel spread through it.
+    Returns the point records in grid order, and the sentinel's measurements."""
     points = list(r.grid.points)
     order = list(range(len(points)))
     r.rng.shuffle(order)
-    sentinel_at: set[int] = set()
     repeats = r.grid.sentinel_repeats if r.grid.sentinel is not None else 0
-    if repeats:
-        last = max(len(order) - 1, 0)
-        sentinel_at = {round(i * last / max(repeats - 1, 1)) for i in range(repeats)}
-    sentinel_medians: list[float] = []
-    sentinel_cvs: list[float] = []
+    sentinel = _Sentinel(sentinel_positions(len(order), repeats))
     records: dict[str, dict[str, Any]] = {}
-
-    def sentinel() -> None:
-        assert r.grid.sentinel is not None
-        if r.elapsed() > cfg.budget_s or STOP.is_set():
-            return
-        rec = r.measure_point(GridPoint("sentinel", r.grid.sentinel, "sentinel"), cfg.seed)
-        if rec["median_ms"] is not None:
-            sentinel_medians.append(rec["median_ms"])
-            sentinel_cvs.append(rec["stats"]["cv"])
-
     for pos, idx in enumerate(order):
-        if pos in sentinel_at and pos == 0:
-            sentinel()
+        if pos in sentinel.at and pos == 0:
+            _measure_sentinel(r, sentinel)
         gp = points[idx]
-        if STOP.is_set():
-            rec = r.point_record(gp)
-            rec["reason"] = "run stopped by a signal before this point"
-        elif r.elapsed() > cfg.budget_s:
-            rec = r.point_record(gp)
-            rec["reason"] = f"time budget of {cfg.budget_s} s spent"
-        else:
-            progress(f"[{pos + 1}/{len(points)}] {gp.id} {gp.spec.text()}")
-            rec = r.measure_point(gp, cfg.seed * 1_000_003 + idx)
-            rec["measure_order"] = pos
-        records[gp.id] = rec
-        if pos in sentinel_at and pos != 0:
-            sentinel()
-    out_points = [records[p.id] for p in points]
-    sent = None
-    if r.grid.sentinel is not None:
-        d = drift(sentinel_medians)
-        sent = {
-            "spec": r.grid.sentinel.text(),
-            "medians_ms": sentinel_medians,
-            "sample_cv": sentinel_cvs,
-            "drift": d,
-            "drift_flag": d is not None and d > DRIFT_FRACTION,
-            "cv": cv(sentinel_medians),
-        }
+        records[gp.id] = _grid_point(r, gp, pos, idx, len(points), progress)
+        if pos in sentinel.at and pos != 0:
+            _measure_sentinel(r, sentinel)
+    return [records[p.id] for p in points], sentinel
+
+
+def _grid_point(
+    r: _Run, gp: GridPoint, pos: int, idx: int, total: int, progress: Progress
+) -> dict[str, Any]:
+    """The record of the point measured at position `pos`: skipped (with the reason) once a
+    signal came or the budget is spent, else measured with its own seed."""
+    cfg = r.cfg
+    if STOP.is_set():
+        rec = r.point_record(gp)
+        rec["reason"] = "run stopped by a signal before this point"
+    elif r.elapsed() > cfg.budget_s:
+        rec = r.point_record(gp)
+        rec["reason"] = f"time budget of {cfg.budget_s} s spent"
+    else:
+        progress(f"[{pos + 1}/{total}] {gp.id} {gp.spec.text()}")
+        rec = r.measure_point(gp, cfg.seed * 1_000_003 + idx)
+        rec["measure_order"] = pos
+    return rec
+
+
+def _sentinel_summary(r: _Run, sentinel: _Sentinel) -> dict[str, Any] | None:
+    """The sentinel's medians, their drift (flagged past DRIFT_FRACTION) and CV; None when the
+    grid has no sentinel."""
+    if r.grid.sentinel is None:
+        return None
+    d = drift(sentinel.medians)
+    return {
+        "spec": r.grid.sentinel.text(),
+        "medians_ms": sentinel.medians,
+        "sample_cv": sentinel.cvs,
+        "drift": d,
+        "drift_flag": d is not None and d > DRIFT_FRACTION,
+        "cv": cv(sentinel.medians),
+    }
+
+
+def _fits(r: _Run, points: list[dict[str, Any]]) -> dict[str, Any]:
+    """The roofline fits over the measured points (`compute_fits` decides what qualifies)."""
     from cbaudit.bench.fits import compute_fits
 
     sheet = r.measure.spec_sheet(r.device_facts["name"]) if r.on_gpu else None
-    fits = compute_fits(
-        out_points,
+    return compute_fits(
+        points,
         on_gpu=r.on_gpu,
         spec_bandwidth=sheet["bandwidth"] if sheet else None,
         spec_flops=sheet["flops16"] if sheet and r.dtype != "float32" else None,
     )
+
+
+def _run_notes(r: _Run) -> list[str]:
+    """The caller's and the run's notes, then what every run leaves out or does not touch."""
     notes = [
         *r.notes,
         "positional rotation is left out (row-local; it does not change visibility)",
@@ -460,10 +517,19 @@ def run_bench(cfg: RunConfig, progress: Progress) -> dict[str, Any]:
         )
     if r.backend == "flex" and not r.on_gpu:
         notes.append("flex on CPU runs eager (unfused)")
+    if r.cfg.fault:
+        notes.append(f"deliberate packing defect injected: {r.cfg.fault}")
+    if STOP.is_set():
+        notes.append("run stopped early by a signal; unmeasured points are skipped")
+    return notes
+
+
+def _software(r: _Run) -> dict[str, Any]:
+    """The tool, the host and torch that ran."""
     import torch as _t  # already imported by require_torch
 
     cudnn: Any = _t.backends.cudnn
-    manifest: dict[str, Any] = {
+    return {
         "tool": {"name": "cbaudit", "version": __version__, "git_sha": _git_sha()},
         "host": {
             "hostname": platform.node(),
@@ -476,6 +542,16 @@ def run_bench(cfg: RunConfig, progress: Progress) -> dict[str, Any]:
             "cuda": _t.version.cuda,
             "cudnn": cudnn.version() if r.on_gpu else None,
         },
+    }
+
+
+def _manifest(r: _Run, smi_start: Any) -> dict[str, Any]:
+    """Everything a comparison of this run with another must check: software, device, shapes,
+    sampling, grid, seed, budget, clocks, the correctness reference and the notes."""
+    cfg = r.cfg
+    notes = _run_notes(r)
+    return {
+        **_software(r),
         "device": r.device_facts,
         "dtype": r.dtype,
         "geometry": r.geo.to_dict(),
@@ -487,7 +563,7 @@ def run_bench(cfg: RunConfig, progress: Progress) -> dict[str, Any]:
             "flush_bytes": r.measure.flush_bytes(r.device),
             "raw_samples": cfg.raw_samples,
         },
-        "grid": {"name": r.grid.name, "sha256": r.grid.sha256, "points": len(points)},
+        "grid": {"name": r.grid.name, "sha256": r.grid.sha256, "points": len(r.grid.points)},
         "seed": cfg.seed,
         "budget_s": cfg.budget_s,
         "elapsed_s": r.elapsed(),
@@ -503,23 +579,6 @@ def run_bench(cfg: RunConfig, progress: Progress) -> dict[str, Any]:
             "tolerance": r.tolerance,
         },
         "notes": notes,
-    }
-    if cfg.fault:
-        manifest["notes"].append(f"deliberate packing defect injected: {cfg.fault}")
-    if STOP.is_set():
-        manifest["notes"].append("run stopped early by a signal; unmeasured points are skipped")
-    ev = EvidenceClass.MEASURED_GPU if r.on_gpu else EvidenceClass.MEASURED_CPU
-    return {
-        "format": RESULTS_FORMAT,
-        "format_version": RESULTS_FORMAT_VERSION,
-        "evidence_class": ev.value,
-        "measured_on_gpu": r.on_gpu,
-        "label": f"measured on GPU ({r.device_facts['name']})" if r.on_gpu else CPU_LABEL,
-        "manifest": manifest,
-        "ceilings": r.ceilings,
-        "sentinel": sent,
-        "points": out_points,
-        "fits": fits,
     }
 
 

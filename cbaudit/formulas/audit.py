@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -21,7 +22,7 @@ from cbaudit.formulas.evaluator import (
 )
 from cbaudit.formulas.extract import DisplayEquation, extract_equations
 from cbaudit.formulas.normalize import NORMALIZATION_ID, RULES, equation_hash
-from cbaudit.formulas.registry import Registry
+from cbaudit.formulas.registry import Formula, Registry
 from cbaudit.io.limits import resolve_max_bytes
 from cbaudit.io.loader import read_bounded
 from cbaudit.model import CheckResult, CheckStatus, Finding, InputError, Location, Severity
@@ -63,15 +64,24 @@ def read_article(path: Path, display: str | None = None) -> Article:
     )
 
 
+class _RegistrySink:
+    """Findings about a registry, each located by the pointer parts it is given."""
+
+    def __init__(self, reg: Registry) -> None:
+        self.reg = reg
+        self.findings: list[Finding] = []
+
+    def add(self, code: str, message: str, *parts: str | int) -> None:
+        self.findings.append(
+            Finding(code, message, Severity.ERROR, self.reg.locate(pointer_join("", *parts)))
+        )
+
+
 def registry_findings(reg: Registry) -> list[Finding]:
     """Self-checks that need no article: ids, names, plain forms, families, units, bindings."""
-    out: list[Finding] = []
-
-    def add(code: str, message: str, *parts: str | int, sev: Severity = Severity.ERROR) -> None:
-        out.append(Finding(code, message, sev, reg.locate(pointer_join("", *parts))))
-
+    sink = _RegistrySink(reg)
     if reg.normalization_id != NORMALIZATION_ID:
-        add(
+        sink.add(
             "FORMULA.NORMALIZATION.UNSUPPORTED",
             f"normalization {reg.normalization_id!r} is not supported (this cbaudit uses"
             f" {NORMALIZATION_ID!r})",
@@ -83,87 +93,113 @@ def registry_findings(reg: Registry) -> list[Finding]:
     claimed: dict[int, str] = {}
     last_index = 0
     for i, f in enumerate(reg.formulas):
-        if ids[f.id] > 1:
-            add("FORMULA.ID.DUPLICATE", f"{f.id} is used by {ids[f.id]} formulas", "formulas", i)
-        if names[f.name] > 1:
-            add("FORMULA.NAME.DUPLICATE", f"{f.id}: name {f.name} is not unique", "formulas", i)
-        if not f.plain.strip():
-            add("FORMULA.PLAIN.MISSING", f"{f.id}: no plain-text form", "formulas", i, "plain")
-        elif any(ch in f.plain for ch in _UNSAFE):
-            add(
-                "FORMULA.PLAIN.UNSAFE",
-                f"{f.id}: the plain-text form holds LaTeX or math delimiters (\\ or $)",
+        _check_names(f, i, ids, names, sink)
+        _check_families(reg, f, i, sink)
+        last_index = _check_bindings(f, i, claimed, last_index, sink)
+    _check_unbound(reg, claimed, sink)
+    return sink.findings
+
+
+def _check_names(
+    f: Formula, i: int, ids: Counter[str], names: Counter[str], sink: _RegistrySink
+) -> None:
+    """A formula's id and name are unique, and its plain-text form exists and is plain."""
+    if ids[f.id] > 1:
+        sink.add("FORMULA.ID.DUPLICATE", f"{f.id} is used by {ids[f.id]} formulas", "formulas", i)
+    if names[f.name] > 1:
+        sink.add("FORMULA.NAME.DUPLICATE", f"{f.id}: name {f.name} is not unique", "formulas", i)
+    if not f.plain.strip():
+        sink.add("FORMULA.PLAIN.MISSING", f"{f.id}: no plain-text form", "formulas", i, "plain")
+    elif any(ch in f.plain for ch in _UNSAFE):
+        sink.add(
+            "FORMULA.PLAIN.UNSAFE",
+            f"{f.id}: the plain-text form holds LaTeX or math delimiters (\\ or $)",
+            "formulas",
+            i,
+            "plain",
+        )
+
+
+def _check_families(reg: Registry, f: Formula, i: int, sink: _RegistrySink) -> None:
+    """A formula's family and unit family are declared, and it has its unit family's owner."""
+    if f.family not in reg.families:
+        sink.add(
+            "FORMULA.FAMILY.UNDECLARED",
+            f"{f.id}: family {f.family!r} is not declared under families",
+            "formulas",
+            i,
+            "family",
+        )
+    unit = reg.unit_families.get(f.unit_family)
+    if unit is None:
+        sink.add(
+            "FORMULA.UNIT.UNDECLARED",
+            f"{f.id}: unit family {f.unit_family!r} is not declared under unit_families",
+            "formulas",
+            i,
+            "unit_family",
+        )
+    elif unit.owner != f.owner:
+        sink.add(
+            "FORMULA.UNIT.OWNER_DRIFT",
+            f"{f.id}: owner {f.owner} differs from {unit.owner}, the owner of unit family"
+            f" {f.unit_family}",
+            "formulas",
+            i,
+            "owner",
+        )
+
+
+def _check_bindings(
+    f: Formula, i: int, claimed: dict[int, str], last_index: int, sink: _RegistrySink
+) -> int:
+    """A formula binds at least one display equation, each not yet bound and later than every
+    equation bound before it. Records its equations in `claimed`; returns the new last index."""
+    if not f.equations:
+        sink.add("FORMULA.BINDING.NONE", f"{f.id}: binds no display equation", "formulas", i)
+    for j, b in enumerate(f.equations):
+        if b.index in claimed:
+            sink.add(
+                "FORMULA.BINDING.DUPLICATE",
+                f"{f.id}: display equation {b.index} is already bound by {claimed[b.index]}",
                 "formulas",
                 i,
-                "plain",
+                "equations",
+                j,
             )
-        if f.family not in reg.families:
-            add(
-                "FORMULA.FAMILY.UNDECLARED",
-                f"{f.id}: family {f.family!r} is not declared under families",
+        elif b.index <= last_index:
+            sink.add(
+                "FORMULA.BINDING.ORDER",
+                f"{f.id}: binds display equation {b.index} after equation {last_index};"
+                " formulas bind equations in article order",
                 "formulas",
                 i,
-                "family",
+                "equations",
+                j,
             )
-        unit = reg.unit_families.get(f.unit_family)
-        if unit is None:
-            add(
-                "FORMULA.UNIT.UNDECLARED",
-                f"{f.id}: unit family {f.unit_family!r} is not declared under unit_families",
-                "formulas",
-                i,
-                "unit_family",
-            )
-        elif unit.owner != f.owner:
-            add(
-                "FORMULA.UNIT.OWNER_DRIFT",
-                f"{f.id}: owner {f.owner} differs from {unit.owner}, the owner of unit family"
-                f" {f.unit_family}",
-                "formulas",
-                i,
-                "owner",
-            )
-        if not f.equations:
-            add("FORMULA.BINDING.NONE", f"{f.id}: binds no display equation", "formulas", i)
-        for j, b in enumerate(f.equations):
-            if b.index in claimed:
-                add(
-                    "FORMULA.BINDING.DUPLICATE",
-                    f"{f.id}: display equation {b.index} is already bound by {claimed[b.index]}",
-                    "formulas",
-                    i,
-                    "equations",
-                    j,
-                )
-            elif b.index <= last_index:
-                add(
-                    "FORMULA.BINDING.ORDER",
-                    f"{f.id}: binds display equation {b.index} after equation {last_index};"
-                    " formulas bind equations in article order",
-                    "formulas",
-                    i,
-                    "equations",
-                    j,
-                )
-            claimed.setdefault(b.index, f.id)
-            last_index = max(last_index, b.index)
+        claimed.setdefault(b.index, f.id)
+        last_index = max(last_index, b.index)
+    return last_index
+
+
+def _check_unbound(reg: Registry, claimed: Mapping[int, str], sink: _RegistrySink) -> None:
+    """An equation declared unbound is bound by no formula and says why it is unbound."""
     for k, u in enumerate(reg.unbound):
         if u.index in claimed:
-            add(
+            sink.add(
                 "FORMULA.BINDING.DUPLICATE",
                 f"display equation {u.index} is declared unbound but {claimed[u.index]} binds it",
                 "unbound",
                 k,
             )
         if not u.unbound_ok or not (u.reason or "").strip():
-            add(
+            sink.add(
                 "FORMULA.UNBOUND.NO_REASON",
                 f"display equation {u.index} is listed as unbound without unbound_ok: true and"
                 " a reason",
                 "unbound",
                 k,
             )
-    return out
 
 
 def _matches(got: Value, want: Value, tolerance: float | None) -> bool:
@@ -242,13 +278,10 @@ def _expected(reg: Registry) -> list[_Expected]:
 
 def binding_findings(reg: Registry, article: Article) -> tuple[list[Finding], dict[str, Any]]:
     """Align the registry's bindings with the article's display equations by hash."""
-    out: list[Finding] = []
-    for line, message in article.problems:
-        out.append(
-            Finding(
-                "FORMULA.ARTICLE.UNTERMINATED", message, location=Location(article.path, line=line)
-            )
-        )
+    out = [
+        Finding("FORMULA.ARTICLE.UNTERMINATED", message, location=Location(article.path, line=line))
+        for line, message in article.problems
+    ]
     metrics: dict[str, Any] = {
         "display_equations": len(article.equations),
         "bound": 0,
@@ -266,72 +299,89 @@ def binding_findings(reg: Registry, article: Article) -> tuple[list[Finding], di
                 Location(article.path),
             )
         )
-    expected = _expected(reg)
-    eqs = article.equations
-
-    def at_eq(k: int) -> Location:
-        return Location(article.path, line=eqs[k].line)
-
-    def unbound(k: int) -> None:
-        out.append(
-            Finding(
-                "FORMULA.EQUATION.UNBOUND",
-                f"display equation {eqs[k].index} (line {eqs[k].line}, sha256"
-                f" {article.hashes[k]}) is bound by no formula and not declared unbound_ok",
-                location=at_eq(k),
-            )
-        )
-
-    def missing(e: _Expected) -> None:
-        out.append(
-            Finding(
-                "FORMULA.EQUATION.MISSING",
-                f"{e.label}: its display equation (index {e.index}, sha256 {e.sha256}) is no"
-                " longer in the article",
-                location=reg.locate(e.pointer),
-            )
-        )
-
-    matcher = difflib.SequenceMatcher(
-        None, [e.sha256 for e in expected], list(article.hashes), autojunk=False
-    )
-    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
-        if tag == "equal":
-            for off in range(a1 - a0):
-                e, k = expected[a0 + off], b0 + off
-                if e.declared_unbound:
-                    metrics["declared_unbound"] += 1
-                else:
-                    metrics["bound"] += 1
-                if e.index != eqs[k].index:
-                    out.append(
-                        Finding(
-                            "FORMULA.EQUATION.RENUMBERED",
-                            f"{e.label}: bound as display equation {e.index}, now equation"
-                            f" {eqs[k].index} (line {eqs[k].line}); the text is unchanged,"
-                            " update the index",
-                            Severity.WARNING,
-                            reg.locate(pointer_join(e.pointer, "index")),
-                        )
-                    )
-            continue
-        pairs = min(a1 - a0, b1 - b0) if tag == "replace" else 0
-        for off in range(pairs):
-            e, k = expected[a0 + off], b0 + off
-            out.append(
-                Finding(
-                    "FORMULA.EQUATION.CHANGED",
-                    f"{e.label}: display equation {eqs[k].index} (line {eqs[k].line}) changed;"
-                    f" its normalized sha256 is {article.hashes[k]}, the registry binds"
-                    f" {e.sha256} (index {e.index})",
-                    location=at_eq(k),
-                )
-            )
-        for e in expected[a0 + pairs : a1]:
-            missing(e)
-        for k in range(b0 + pairs, b1):
-            unbound(k)
+    out += _Alignment(reg, article, _expected(reg)).findings(metrics)
     return out, metrics
+
+
+@dataclass(frozen=True, slots=True)
+class _Alignment:
+    """The registry's expected equations (in index order) aligned with the article's by hash."""
+
+    reg: Registry
+    article: Article
+    expected: list[_Expected]
+
+    def findings(self, metrics: dict[str, Any]) -> list[Finding]:
+        """Walk the alignment: equal runs count as bound (in `metrics`), the rest differ."""
+        matcher = difflib.SequenceMatcher(
+            None, [e.sha256 for e in self.expected], list(self.article.hashes), autojunk=False
+        )
+        out: list[Finding] = []
+        for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+            if tag == "equal":
+                out += self._equal(a0, a1, b0, metrics)
+            else:
+                out += self._differ(tag, a0, a1, b0, b1)
+        return out
+
+    def _equal(self, a0: int, a1: int, b0: int, metrics: dict[str, Any]) -> list[Finding]:
+        """Matching hashes: count each as bound or declared unbound; a moved index warns."""
+        out: list[Finding] = []
+        eqs = self.article.equations
+        for off in range(a1 - a0):
+            e, k = self.expected[a0 + off], b0 + off
+            metrics["declared_unbound" if e.declared_unbound else "bound"] += 1
+            if e.index != eqs[k].index:
+                out.append(
+                    Finding(
+                        "FORMULA.EQUATION.RENUMBERED",
+                        f"{e.label}: bound as display equation {e.index}, now equation"
+                        f" {eqs[k].index} (line {eqs[k].line}); the text is unchanged,"
+                        " update the index",
+                        Severity.WARNING,
+                        self.reg.locate(pointer_join(e.pointer, "index")),
+                    )
+                )
+        return out
+
+    def _differ(self, tag: str, a0: int, a1: int, b0: int, b1: int) -> list[Finding]:
+        """A run that differs: replaced pairs changed, the registry's extra equations are
+        missing from the article, the article's extra equations are unbound."""
+        pairs = min(a1 - a0, b1 - b0) if tag == "replace" else 0
+        out = [self._changed(self.expected[a0 + off], b0 + off) for off in range(pairs)]
+        out += [self._missing(e) for e in self.expected[a0 + pairs : a1]]
+        out += [self._unbound(k) for k in range(b0 + pairs, b1)]
+        return out
+
+    def _at_eq(self, k: int) -> Location:
+        return Location(self.article.path, line=self.article.equations[k].line)
+
+    def _changed(self, e: _Expected, k: int) -> Finding:
+        eq = self.article.equations[k]
+        return Finding(
+            "FORMULA.EQUATION.CHANGED",
+            f"{e.label}: display equation {eq.index} (line {eq.line}) changed;"
+            f" its normalized sha256 is {self.article.hashes[k]}, the registry binds"
+            f" {e.sha256} (index {e.index})",
+            location=self._at_eq(k),
+        )
+
+    def _missing(self, e: _Expected) -> Finding:
+        return Finding(
+            "FORMULA.EQUATION.MISSING",
+            f"{e.label}: its display equation (index {e.index}, sha256 {e.sha256}) is no"
+            " longer in the article",
+            location=self.reg.locate(e.pointer),
+        )
+
+    def _unbound(self, k: int) -> Finding:
+        eq = self.article.equations[k]
+        return Finding(
+            "FORMULA.EQUATION.UNBOUND",
+            f"display equation {eq.index} (line {eq.line}, sha256"
+            f" {self.article.hashes[k]}) is bound by no formula and not declared unbound_ok",
+            location=self._at_eq(k),
+        )
 
 
 def audit(

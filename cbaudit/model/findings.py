@@ -107,6 +107,11 @@ def pointer_join(base: str, *parts: str | int) -> str:
 Locator = Callable[[str], Location]
 
 
+def plain_locator(file: str) -> Locator:
+    """A locator without line numbers: the file and the pointer."""
+    return lambda pointer: Location(file=file, pointer=pointer)
+
+
 class FindingSink:
     """Collects located findings for a checker; `catalog`, when given, lists the codes the
     checker may emit (anything else is a programming error, raised at once)."""

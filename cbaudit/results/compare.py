@@ -303,25 +303,68 @@ def compare_pair(
     }
     if refused:
         n = len(diffs) + sum(1 for m in manifest_diffs if not m["allowed"])
-        findings.append(
-            Finding(
-                "COMPARE.INCOMPARABLE",
-                f"refusing to rank: {n} coordinate(s) differ or are unreported",
-                _severity("incomparable", opts),
-                Location(file=a.file, pointer=a.pointer),
-            )
-        )
-        return [
-            CheckResult(
-                check="compare-results",
-                subject=subject,
-                findings=tuple(findings),
-                metrics=base_metrics,
-                evidence_class=a.evidence_class,
-                reason=f"incomparable: {n} difference(s); no ranking",
-            )
-        ]
+        return [_refusal(a, subject, n, findings, base_metrics, opts)]
     notes = _Footnotes(opts.confidence, opts.noisy_iqr)
+    rows = _point_rows(a, b, metrics, opts, notes)
+    findings += _regressions(rows, b, opts)
+    geo = _geomeans(rows)
+    footnotes = notes.render()
+    findings += _footnote_findings(footnotes, a)
+    counts = _verdict_counts(rows)
+    base_metrics.update(
+        {
+            "points": rows,
+            "geomean": geo,
+            "tests": sorted({r["test"] for r in rows if r.get("test")}),
+            "footnotes": footnotes,
+            "verdicts": counts,
+            "ranking_produced": any(r["verdict"] in ("regression", "improvement") for r in rows),
+        }
+    )
+    pair = CheckResult(
+        check="compare-results",
+        subject=subject,
+        findings=tuple(findings),
+        metrics=base_metrics,
+        evidence_class=a.evidence_class,
+        reason=_pair_reason(counts, geo),
+    )
+    return [pair, *(_point_result(row, a) for row in rows)]
+
+
+def _refusal(
+    a: SampleSet,
+    subject: str,
+    n: int,
+    findings: list[Finding],
+    base_metrics: dict[str, Any],
+    opts: CompareOptions,
+) -> CheckResult:
+    """The one result of a pair that differs in `n` coordinates or manifest fields: no ranking."""
+    refusal = Finding(
+        "COMPARE.INCOMPARABLE",
+        f"refusing to rank: {n} coordinate(s) differ or are unreported",
+        _severity("incomparable", opts),
+        Location(file=a.file, pointer=a.pointer),
+    )
+    return CheckResult(
+        check="compare-results",
+        subject=subject,
+        findings=(*findings, refusal),
+        metrics=base_metrics,
+        evidence_class=a.evidence_class,
+        reason=f"incomparable: {n} difference(s); no ranking",
+    )
+
+
+def _point_rows(
+    a: SampleSet,
+    b: SampleSet,
+    metrics: Mapping[str, MetricInfo],
+    opts: CompareOptions,
+    notes: _Footnotes,
+) -> list[dict[str, Any]]:
+    """One row per point of either side: analysed when both sides have it, else not compared."""
     rows: list[dict[str, Any]] = []
     for key, pa, pb in iter_points(a, b):
         if pa is None or pb is None:
@@ -337,71 +380,70 @@ def compare_pair(
             )
             continue
         rows.append(_analyse_point(key, pa, pb, metrics.get(pa.metric), opts, notes))
+    return rows
+
+
+def _regressions(
+    rows: Sequence[Mapping[str, Any]], b: SampleSet, opts: CompareOptions
+) -> list[Finding]:
+    """A finding, located in B, for every point whose verdict is a regression."""
     sev = _severity("regression", opts)
-    for row in rows:
-        if row["verdict"] == "regression":
-            findings.append(
-                Finding(
-                    "COMPARE.REGRESSION",
-                    f"point {row['point']}: {row['metric']} changed {row['change_pct']:+.2f}%"
-                    f" (p={row['p_value']:.3g}, {row['direction']})",
-                    sev,
-                    Location(file=b.file, pointer=b.pointer),
-                )
-            )
-    geo = _geomeans(rows)
-    variants = sorted({r["test"] for r in rows if r.get("test")})
-    footnotes = notes.render()
-    for note in footnotes:
-        findings.append(
-            Finding(
-                "COMPARE.NOTE." + str(note["kind"]).upper(),
-                f"[{note['n']}] {note['text']}",
-                Severity.NOTE,
-                Location(file=a.file, pointer=a.pointer),
-            )
+    return [
+        Finding(
+            "COMPARE.REGRESSION",
+            f"point {row['point']}: {row['metric']} changed {row['change_pct']:+.2f}%"
+            f" (p={row['p_value']:.3g}, {row['direction']})",
+            sev,
+            Location(file=b.file, pointer=b.pointer),
         )
-    counts = {
+        for row in rows
+        if row["verdict"] == "regression"
+    ]
+
+
+def _footnote_findings(footnotes: Sequence[Mapping[str, Any]], a: SampleSet) -> list[Finding]:
+    """Each numbered footnote as a note (COMPARE.NOTE.<KIND>), located in A."""
+    return [
+        Finding(
+            "COMPARE.NOTE." + str(note["kind"]).upper(),
+            f"[{note['n']}] {note['text']}",
+            Severity.NOTE,
+            Location(file=a.file, pointer=a.pointer),
+        )
+        for note in footnotes
+    ]
+
+
+def _verdict_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """How many points got each verdict, by verdict name."""
+    return {
         v: sum(1 for r in rows if r["verdict"] == v) for v in sorted({r["verdict"] for r in rows})
     }
-    base_metrics.update(
-        {
-            "points": rows,
-            "geomean": geo,
-            "tests": variants,
-            "footnotes": footnotes,
-            "verdicts": counts,
-            "ranking_produced": any(r["verdict"] in ("regression", "improvement") for r in rows),
-        }
-    )
+
+
+def _pair_reason(counts: Mapping[str, int], geo: Mapping[str, Mapping[str, Any]]) -> str:
+    """The pair's one-line reason: the verdict counts, then each metric's geometric mean."""
     geo_text = ", ".join(
         f"{m} geomean {g['change_pct']:+.2f}% over {g['points']}" for m, g in sorted(geo.items())
     )
-    out = [
-        CheckResult(
-            check="compare-results",
-            subject=subject,
-            findings=tuple(findings),
-            metrics=base_metrics,
-            evidence_class=a.evidence_class,
-            reason="comparable; "
-            + ", ".join(f"{n} {v}" for v, n in counts.items())
-            + (f"; {geo_text}" if geo_text else ""),
-        )
-    ]
-    for row in rows:
-        out.append(
-            CheckResult(
-                check="compare-results.point",
-                subject=str(row["point"]),
-                metrics=row,
-                evidence_class=a.evidence_class,
-                reason=_point_line(row)
-                if row["verdict"] != "not compared"
-                else "not compared " + "".join(f"[{n}]" for n in row["footnotes"]),
-            )
-        )
-    return out
+    return (
+        "comparable; "
+        + ", ".join(f"{n} {v}" for v, n in counts.items())
+        + (f"; {geo_text}" if geo_text else "")
+    )
+
+
+def _point_result(row: dict[str, Any], a: SampleSet) -> CheckResult:
+    """One point's result: its row as metrics and its line as the reason."""
+    return CheckResult(
+        check="compare-results.point",
+        subject=str(row["point"]),
+        metrics=row,
+        evidence_class=a.evidence_class,
+        reason=_point_line(row)
+        if row["verdict"] != "not compared"
+        else "not compared " + "".join(f"[{n}]" for n in row["footnotes"]),
+    )
 
 
 def _geomeans(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

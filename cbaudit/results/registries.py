@@ -36,8 +36,8 @@ from itertools import combinations
 from typing import Any
 
 from cbaudit.io.schemas import validate
-from cbaudit.model import Finding, FindingSink, Location
-from cbaudit.model.findings import Locator, pointer_join
+from cbaudit.model import Finding, FindingSink
+from cbaudit.model.findings import Locator, plain_locator, pointer_join
 from cbaudit.results.coordinates import COMPARISON_GROUPS, differences, flatten, is_unreported
 
 CONTRACT_FIELDS: tuple[tuple[str, str], ...] = (
@@ -101,11 +101,6 @@ def _empty(value: Any) -> bool:
     return False
 
 
-def _plain(file: str) -> Locator:
-    """A locator without line numbers: the file and the pointer."""
-    return lambda pointer: Location(file=file, pointer=pointer)
-
-
 def _audit_contracts(data: Mapping[str, Any], sink: FindingSink) -> dict[str, Any]:
     sources = _map(data.get("sources"))
     contracts = _list(data.get("contracts"))
@@ -119,71 +114,11 @@ def _audit_contracts(data: Mapping[str, Any], sink: FindingSink) -> dict[str, An
         if cid in seen:
             sink.add("RESULTS.REGISTRY.DUPLICATE_ID", f"contract id {cid!r} appears twice", ptr)
         seen.add(cid)
-        for letter, name in (*CONTRACT_FIELDS, ("-", "non_claims")):
-            if _empty(c.get(name)):
-                sink.add(
-                    "RESULTS.CONTRACT.FIELD_MISSING",
-                    f"contract {cid}: field {name} ({letter}) is missing or empty",
-                    pointer_join(ptr, name),
-                )
-        metric = c.get("metric")
-        if isinstance(metric, Mapping):
-            for part in ("name", "denominator"):
-                if _empty(metric.get(part)):
-                    sink.add(
-                        "RESULTS.CONTRACT.FIELD_MISSING",
-                        f"contract {cid}: metric {part} is missing",
-                        pointer_join(ptr, "metric", part),
-                    )
-        src = _map(c.get("source"))
-        if _empty(src.get("version")):
-            sink.add(
-                "RESULTS.CONTRACT.FIELD_MISSING",
-                f"contract {cid}: source version is missing",
-                pointer_join(ptr, "source", "version"),
-            )
-        else:
-            _check_source(src, sources, cid, pointer_join(ptr, "source"), sink)
-        if c.get("evidence_class") != "source_reported" or c.get("locally_reproduced") is True:
-            sink.add(
-                "RESULTS.EVIDENCE.OVERCLAIM",
-                f"contract {cid}: a paper contract is source-reported and not reproduced here"
-                f" (evidence_class={c.get('evidence_class')!r},"
-                f" locally_reproduced={c.get('locally_reproduced')!r})",
-                pointer_join(ptr, "evidence_class"),
-            )
-        for j, item in enumerate(_list(c.get("visible_state"))):
-            if isinstance(item, str) and _HIDDEN.search(item):
-                sink.add(
-                    "RESULTS.HIDDEN_TRUTH.LEAK",
-                    f"contract {cid}: online-visible state names hidden truth: {item!r}",
-                    pointer_join(ptr, "visible_state", j),
-                )
-        for j, fo in enumerate(_list(c.get("foreign_owners"))):
-            owner = fo.get("owner") if isinstance(fo, Mapping) else None
-            if isinstance(owner, str) and _is_self_owner(owner):
-                sink.add(
-                    "RESULTS.OWNER.COLLAPSE",
-                    f"contract {cid}: foreign fact {fo.get('fact')!r} is owned by {owner!r};"
-                    " the scheduler cannot own or repair a foreign fact",
-                    pointer_join(ptr, "foreign_owners", j, "owner"),
-                )
-        thm = c.get("theorem")
-        if isinstance(thm, Mapping):
-            tid = str(thm.get("id"))
-            theorems[tid] = str(thm.get("owner"))
-            if thm.get("owner") != cid:
-                sink.add(
-                    "RESULTS.THEOREM.TRANSFER",
-                    f"contract {cid} carries theorem {tid} proved by {thm.get('owner')!r}",
-                    pointer_join(ptr, "theorem", "owner"),
-                )
-            if _empty(thm.get("premises")):
-                sink.add(
-                    "RESULTS.THEOREM.PREMISES_MISSING",
-                    f"theorem {tid} has no premises",
-                    pointer_join(ptr, "theorem", "premises"),
-                )
+        _check_contract_fields(c, cid, ptr, sources, sink)
+        _check_contract_claims(c, cid, ptr, sink)
+        theorem = _check_theorem(c.get("theorem"), cid, ptr, sink)
+        if theorem is not None:
+            theorems[theorem[0]] = theorem[1]
     if seen != EXPECTED_METHODS:
         missing = sorted(EXPECTED_METHODS - seen)
         extra = sorted(seen - EXPECTED_METHODS)
@@ -192,7 +127,100 @@ def _audit_contracts(data: Mapping[str, Any], sink: FindingSink) -> dict[str, An
             f"contracts must be the article's eight methods; missing {missing}, extra {extra}",
             "/contracts",
         )
-    for i, comp in enumerate(_list(data.get("compositions"))):
+    _check_compositions(_list(data.get("compositions")), seen, sink)
+    return {
+        "contracts": len(contracts),
+        "contract_ids": sorted(seen),
+        "theorems": dict(sorted(theorems.items())),
+        "compositions": len(_list(data.get("compositions"))),
+    }
+
+
+def _check_contract_fields(
+    c: Mapping[str, Any], cid: str, ptr: str, sources: Mapping[str, Any], sink: FindingSink
+) -> None:
+    """The nine K fields, the non-claims, the metric's name and denominator, and a source
+    version that matches the registry's source."""
+    for letter, name in (*CONTRACT_FIELDS, ("-", "non_claims")):
+        if _empty(c.get(name)):
+            sink.add(
+                "RESULTS.CONTRACT.FIELD_MISSING",
+                f"contract {cid}: field {name} ({letter}) is missing or empty",
+                pointer_join(ptr, name),
+            )
+    metric = c.get("metric")
+    if isinstance(metric, Mapping):
+        for part in ("name", "denominator"):
+            if _empty(metric.get(part)):
+                sink.add(
+                    "RESULTS.CONTRACT.FIELD_MISSING",
+                    f"contract {cid}: metric {part} is missing",
+                    pointer_join(ptr, "metric", part),
+                )
+    src = _map(c.get("source"))
+    if _empty(src.get("version")):
+        sink.add(
+            "RESULTS.CONTRACT.FIELD_MISSING",
+            f"contract {cid}: source version is missing",
+            pointer_join(ptr, "source", "version"),
+        )
+    else:
+        _check_source(src, sources, cid, pointer_join(ptr, "source"), sink)
+
+
+def _check_contract_claims(c: Mapping[str, Any], cid: str, ptr: str, sink: FindingSink) -> None:
+    """A paper contract stays source-reported, shows no hidden truth as online state, and
+    leaves every foreign fact with its foreign owner."""
+    if c.get("evidence_class") != "source_reported" or c.get("locally_reproduced") is True:
+        sink.add(
+            "RESULTS.EVIDENCE.OVERCLAIM",
+            f"contract {cid}: a paper contract is source-reported and not reproduced here"
+            f" (evidence_class={c.get('evidence_class')!r},"
+            f" locally_reproduced={c.get('locally_reproduced')!r})",
+            pointer_join(ptr, "evidence_class"),
+        )
+    for j, item in enumerate(_list(c.get("visible_state"))):
+        if isinstance(item, str) and _HIDDEN.search(item):
+            sink.add(
+                "RESULTS.HIDDEN_TRUTH.LEAK",
+                f"contract {cid}: online-visible state names hidden truth: {item!r}",
+                pointer_join(ptr, "visible_state", j),
+            )
+    for j, fo in enumerate(_list(c.get("foreign_owners"))):
+        owner = fo.get("owner") if isinstance(fo, Mapping) else None
+        if isinstance(owner, str) and _is_self_owner(owner):
+            sink.add(
+                "RESULTS.OWNER.COLLAPSE",
+                f"contract {cid}: foreign fact {fo.get('fact')!r} is owned by {owner!r};"
+                " the scheduler cannot own or repair a foreign fact",
+                pointer_join(ptr, "foreign_owners", j, "owner"),
+            )
+
+
+def _check_theorem(thm: Any, cid: str, ptr: str, sink: FindingSink) -> tuple[str, str] | None:
+    """A contract's theorem is proved by that contract and states its premises. Returns the
+    theorem's (id, owner), or None when the contract carries none."""
+    if not isinstance(thm, Mapping):
+        return None
+    tid = str(thm.get("id"))
+    if thm.get("owner") != cid:
+        sink.add(
+            "RESULTS.THEOREM.TRANSFER",
+            f"contract {cid} carries theorem {tid} proved by {thm.get('owner')!r}",
+            pointer_join(ptr, "theorem", "owner"),
+        )
+    if _empty(thm.get("premises")):
+        sink.add(
+            "RESULTS.THEOREM.PREMISES_MISSING",
+            f"theorem {tid} has no premises",
+            pointer_join(ptr, "theorem", "premises"),
+        )
+    return tid, str(thm.get("owner"))
+
+
+def _check_compositions(compositions: list[Any], contracts: set[str], sink: FindingSink) -> None:
+    """A composition inherits no theorem, declares a new contract, and composes known ones."""
+    for i, comp in enumerate(compositions):
         ptr = pointer_join("/compositions", i)
         if not isinstance(comp, Mapping):
             continue
@@ -211,18 +239,12 @@ def _audit_contracts(data: Mapping[str, Any], sink: FindingSink) -> dict[str, An
                 pointer_join(ptr, "new_contract_required"),
             )
         for j, part in enumerate(_list(comp.get("components"))):
-            if part not in seen:
+            if part not in contracts:
                 sink.add(
                     "RESULTS.RESULT.UNKNOWN_METHOD",
                     f"composition {comp.get('id')} names unknown contract {part!r}",
                     pointer_join(ptr, "components", j),
                 )
-    return {
-        "contracts": len(contracts),
-        "contract_ids": sorted(seen),
-        "theorems": dict(sorted(theorems.items())),
-        "compositions": len(_list(data.get("compositions"))),
-    }
 
 
 def _check_source(
@@ -261,61 +283,99 @@ def _audit_results(
         rid = str(r.get("id"))
         if rid in seen:
             sink.add("RESULTS.REGISTRY.DUPLICATE_ID", f"result id {rid!r} appears twice", ptr)
-        coords = _map(r.get("coordinates"))
-        for name in RESULT_COORDINATES:
-            if _empty(coords.get(name)):
-                sink.add(
-                    "RESULTS.RESULT.COORDINATE_MISSING",
-                    f"result {rid}: coordinate {name} is missing (write `unreported` if the source"
-                    " does not state it)",
-                    pointer_join(ptr, "coordinates", name),
-                )
-        src = _map(r.get("source"))
-        for part, letter in (("version", "V"), ("location", "C_s")):
-            if _empty(src.get(part)):
-                sink.add(
-                    "RESULTS.RESULT.COORDINATE_MISSING",
-                    f"result {rid}: source {part} ({letter}) is missing",
-                    pointer_join(ptr, "source", part),
-                )
-        value = r.get("value")
-        if not isinstance(value, Mapping) or _empty(value.get("text")):
+        _check_result_fields(r, rid, ptr, sources, methods, sink)
+        seen[rid] = _check_result_claims(r, rid, ptr, sink)
+    _check_ranking_declarations(data, sink)
+    pairs, pair_diffs = _comparable_pairs(seen)
+    _check_comparison_claims(_list(data.get("comparison_claims")), seen, sink)
+    return {
+        "results": len(results),
+        "result_ids": sorted(seen),
+        "pairs_checked": len(seen) * (len(seen) - 1) // 2,
+        "comparable_pairs": pairs,
+        "pair_differences": pair_diffs,
+        "generic_policy_ranking_allowed": data.get("generic_policy_ranking_allowed") is True,
+        "ranking_produced": False,
+    }
+
+
+def _check_result_fields(
+    r: Mapping[str, Any],
+    rid: str,
+    ptr: str,
+    sources: Mapping[str, Any],
+    methods: set[str],
+    sink: FindingSink,
+) -> None:
+    """Every coordinate of R, the source's version and location, the reported value, a source
+    version that matches the registry's source, and a method that has a contract."""
+    coords = _map(r.get("coordinates"))
+    for name in RESULT_COORDINATES:
+        if _empty(coords.get(name)):
             sink.add(
                 "RESULTS.RESULT.COORDINATE_MISSING",
-                f"result {rid}: reported value (Y) is missing",
-                pointer_join(ptr, "value"),
+                f"result {rid}: coordinate {name} is missing (write `unreported` if the source"
+                " does not state it)",
+                pointer_join(ptr, "coordinates", name),
             )
-        if not _empty(src.get("version")):
-            _check_source(src, sources, f"result {rid}", pointer_join(ptr, "source"), sink)
-        if r.get("method") not in methods:
+    src = _map(r.get("source"))
+    for part, letter in (("version", "V"), ("location", "C_s")):
+        if _empty(src.get(part)):
             sink.add(
-                "RESULTS.RESULT.UNKNOWN_METHOD",
-                f"result {rid}: method {r.get('method')!r} has no contract",
-                pointer_join(ptr, "method"),
+                "RESULTS.RESULT.COORDINATE_MISSING",
+                f"result {rid}: source {part} ({letter}) is missing",
+                pointer_join(ptr, "source", part),
             )
-        if coords.get("evidence_class") not in (None, "source_reported"):
+    value = r.get("value")
+    if not isinstance(value, Mapping) or _empty(value.get("text")):
+        sink.add(
+            "RESULTS.RESULT.COORDINATE_MISSING",
+            f"result {rid}: reported value (Y) is missing",
+            pointer_join(ptr, "value"),
+        )
+    if not _empty(src.get("version")):
+        _check_source(src, sources, f"result {rid}", pointer_join(ptr, "source"), sink)
+    if r.get("method") not in methods:
+        sink.add(
+            "RESULTS.RESULT.UNKNOWN_METHOD",
+            f"result {rid}: method {r.get('method')!r} has no contract",
+            pointer_join(ptr, "method"),
+        )
+
+
+def _check_result_claims(
+    r: Mapping[str, Any], rid: str, ptr: str, sink: FindingSink
+) -> dict[str, str | None]:
+    """A paper number stays source-reported and unreproduced, and is called complete only when
+    no coordinate is unreported. Returns its flat comparison coordinates."""
+    coords = _map(r.get("coordinates"))
+    if coords.get("evidence_class") not in (None, "source_reported"):
+        sink.add(
+            "RESULTS.EVIDENCE.OVERCLAIM",
+            f"result {rid}: a paper number is source_reported, not"
+            f" {coords.get('evidence_class')!r}",
+            pointer_join(ptr, "coordinates", "evidence_class"),
+        )
+    if r.get("local_reproduction") is not False:
+        sink.add(
+            "RESULTS.EVIDENCE.OVERCLAIM",
+            f"result {rid}: claims a local reproduction this repository does not contain",
+            pointer_join(ptr, "local_reproduction"),
+        )
+    flat = flatten(coords)
+    if r.get("coordinate_complete") is True:
+        holes = [k for k, v in flat.items() if is_unreported(v)]
+        if holes:
             sink.add(
-                "RESULTS.EVIDENCE.OVERCLAIM",
-                f"result {rid}: a paper number is source_reported, not"
-                f" {coords.get('evidence_class')!r}",
-                pointer_join(ptr, "coordinates", "evidence_class"),
+                "RESULTS.RESULT.COORDINATE_INCOMPLETE",
+                f"result {rid}: declared complete but {', '.join(holes)} unreported",
+                pointer_join(ptr, "coordinate_complete"),
             )
-        if r.get("local_reproduction") is not False:
-            sink.add(
-                "RESULTS.EVIDENCE.OVERCLAIM",
-                f"result {rid}: claims a local reproduction this repository does not contain",
-                pointer_join(ptr, "local_reproduction"),
-            )
-        flat = flatten(coords)
-        if r.get("coordinate_complete") is True:
-            holes = [k for k, v in flat.items() if is_unreported(v)]
-            if holes:
-                sink.add(
-                    "RESULTS.RESULT.COORDINATE_INCOMPLETE",
-                    f"result {rid}: declared complete but {', '.join(holes)} unreported",
-                    pointer_join(ptr, "coordinate_complete"),
-                )
-        seen[rid] = flat
+    return flat
+
+
+def _check_ranking_declarations(data: Mapping[str, Any], sink: FindingSink) -> None:
+    """The registry keeps all eight comparison coordinates and declares no ranking."""
     declared = data.get("comparison_set")
     if not isinstance(declared, list) or set(declared) != set(COMPARISON_GROUPS):
         dropped = sorted(
@@ -335,6 +395,13 @@ def _audit_results(
         )
     if "ranking" in data:
         sink.add("RESULTS.RANKING.UNIVERSAL", "the registry declares a ranking", "/ranking")
+
+
+def _comparable_pairs(
+    seen: Mapping[str, Mapping[str, str | None]],
+) -> tuple[list[list[str]], dict[str, list[str]]]:
+    """The result pairs (by sorted id) whose coordinates all agree, and for every other pair
+    the coordinates that differ."""
     pairs: list[list[str]] = []
     pair_diffs: dict[str, list[str]] = {}
     for a, b in combinations(sorted(seen), 2):
@@ -343,7 +410,14 @@ def _audit_results(
             pair_diffs[f"{a} | {b}"] = [d.coordinate for d in diffs]
         else:
             pairs.append([a, b])
-    for i, claim in enumerate(_list(data.get("comparison_claims"))):
+    return pairs, pair_diffs
+
+
+def _check_comparison_claims(
+    claims: list[Any], seen: Mapping[str, Mapping[str, str | None]], sink: FindingSink
+) -> None:
+    """A comparison claim names two known results whose coordinates all agree."""
+    for i, claim in enumerate(claims):
         if not isinstance(claim, Mapping):
             continue
         a, b = str(claim.get("a")), str(claim.get("b"))
@@ -361,15 +435,6 @@ def _audit_results(
                 + ", ".join(f"{d.coordinate} ({d.a!r} vs {d.b!r})" for d in diffs),
                 ptr,
             )
-    return {
-        "results": len(results),
-        "result_ids": sorted(seen),
-        "pairs_checked": len(seen) * (len(seen) - 1) // 2,
-        "comparable_pairs": pairs,
-        "pair_differences": pair_diffs,
-        "generic_policy_ranking_allowed": data.get("generic_policy_ranking_allowed") is True,
-        "ranking_produced": False,
-    }
 
 
 def audit_registries(
@@ -387,8 +452,8 @@ def audit_registries(
     findings += validate(
         results, "source-reported-results", file=results_file, locate=locate_results
     )
-    c_sink = FindingSink(locate_contracts or _plain(contracts_file))
-    r_sink = FindingSink(locate_results or _plain(results_file))
+    c_sink = FindingSink(locate_contracts or plain_locator(contracts_file))
+    r_sink = FindingSink(locate_results or plain_locator(results_file))
     c_data = _map(contracts)
     r_data = _map(results)
     c_summary = _audit_contracts(c_data, c_sink)

@@ -30,8 +30,8 @@ from fractions import Fraction
 from typing import Any
 
 from cbaudit.io.schemas import is_valid, validate
-from cbaudit.model import Finding, Location
-from cbaudit.model.findings import Locator, pointer_join
+from cbaudit.model import Finding, FindingSink
+from cbaudit.model.findings import Locator, plain_locator, pointer_join
 
 MIB = 1 << 20
 
@@ -122,166 +122,261 @@ def _invalid(c: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+@dataclass(frozen=True)
+class _Fixture:
+    """A fixture whose declarations passed: its controls, and the base it varies one at a time."""
+
+    data: Mapping[str, Any]
+    base: dict[str, Any]
+    hidden: list[str]
+    online: list[str]
+    axes: Mapping[str, str]
+    base_ledger: dict[str, Any]
+    base_digest: str
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> _Fixture:
+        base, online = dict(data["controls"]), list(data["online_projection"])
+        return cls(
+            data=data,
+            base=base,
+            hidden=list(data["hidden_controls"]),
+            online=online,
+            axes=data["axes"],
+            base_ledger=ledger(projection(base, online)),
+            base_digest=projection_digest(base, online),
+        )
+
+
+@dataclass(frozen=True)
+class _Case:
+    """One case as the steps read it."""
+
+    id: str
+    pointer: str
+    axis: str
+    change: Mapping[str, Any]
+    expect: dict[str, Any]
+
+    @classmethod
+    def of(cls, i: int, raw: Mapping[str, Any]) -> _Case:
+        return cls(
+            id=str(raw["id"]),
+            pointer=pointer_join("/cases", i),
+            axis=str(raw["axis"]),
+            change=raw["change"],
+            expect=dict(raw["expect_changed"]),
+        )
+
+
 def run_sensitivity(data: Any, *, file: str, locate: Locator | None = None) -> SensitivityReport:
     """Check the fixture, derive the base ledger and every one-control case."""
     findings = validate(data, "sensitivity-fixture", file=file, locate=locate)
     if findings:
         return SensitivityReport(tuple(findings), {"valid": False})
+    sink = FindingSink(locate or plain_locator(file))
+    _check_declarations(data, sink)
+    if sink.findings:
+        return SensitivityReport(tuple(sink.findings), {"valid": False})
+    fx = _Fixture.of(data)
+    _check_base_expectation(data["expected_base"], fx.base_ledger, sink)
+    rows = _case_rows(fx, sink)
+    return SensitivityReport(tuple(sink.findings), _report(data, fx.base_ledger, rows))
 
-    def add(code: str, message: str, pointer: str) -> None:
-        loc = locate(pointer) if locate else Location(file=file, pointer=pointer)
-        findings.append(Finding(code, message, location=loc))
 
-    base = dict(data["controls"])
-    hidden = list(data["hidden_controls"])
-    online = list(data["online_projection"])
-    axes: Mapping[str, str] = data["axes"]
-    for j, name in enumerate(online):
+def _check_declarations(data: Mapping[str, Any], sink: FindingSink) -> None:
+    """The online projection names visible controls only, every axis names a control, and the
+    base controls make the ledger meaningful."""
+    controls, hidden = data["controls"], data["hidden_controls"]
+    for j, name in enumerate(data["online_projection"]):
         if name in hidden:
-            add(
+            sink.add(
                 "RESULTS.HIDDEN_TRUTH.LEAK",
                 f"hidden control {name!r} is listed in the online projection",
                 pointer_join("/online_projection", j),
             )
-        elif name not in base:
-            add(
+        elif name not in controls:
+            sink.add(
                 "RESULTS.SENSITIVITY.UNKNOWN_CONTROL",
                 f"no control {name!r}",
                 pointer_join("/online_projection", j),
             )
-    for axis, control in axes.items():
-        if control not in base:
-            add(
+    for axis, control in data["axes"].items():
+        if control not in controls:
+            sink.add(
                 "RESULTS.SENSITIVITY.UNKNOWN_CONTROL",
                 f"axis {axis}: no control {control!r}",
                 pointer_join("/axes", axis),
             )
-    bad = _invalid(base)
-    for control, why in bad:
-        add("RESULTS.SENSITIVITY.INVALID_CONTROL", why, pointer_join("/controls", control))
-    if bad or findings:
-        return SensitivityReport(tuple(findings), {"valid": False})
-    online_base = projection(base, online)
-    base_ledger = ledger(online_base)
-    for key in sorted(set(base_ledger) | set(data["expected_base"])):
-        want, got = data["expected_base"].get(key), base_ledger.get(key)
+    for control, why in _invalid(controls):
+        sink.add("RESULTS.SENSITIVITY.INVALID_CONTROL", why, pointer_join("/controls", control))
+
+
+def _check_base_expectation(
+    expected: Mapping[str, Any], derived: Mapping[str, Any], sink: FindingSink
+) -> None:
+    """The fixture expects exactly the base ledger that is derived."""
+    for key in sorted(set(derived) | set(expected)):
+        want, got = expected.get(key), derived.get(key)
         if want != got:
-            add(
+            sink.add(
                 "RESULTS.SENSITIVITY.EXPECTATION_DRIFT",
                 f"base ledger {key}: expected {want!r}, derived {got!r}",
                 pointer_join("/expected_base", key),
             )
-    base_digest = projection_digest(base, online)
+
+
+def _case_rows(fx: _Fixture, sink: FindingSink) -> list[dict[str, Any]]:
+    """One report row per usable case; an unusable case is a finding instead."""
     seen: set[str] = set()
     rows: list[dict[str, Any]] = []
-    for i, case in enumerate(data["cases"]):
-        ptr = pointer_join("/cases", i)
-        cid = str(case["id"])
-        if cid in seen:
-            add("RESULTS.REGISTRY.DUPLICATE_ID", f"case id {cid!r} appears twice", ptr)
-        seen.add(cid)
-        change: Mapping[str, Any] = case["change"]
-        axis = str(case["axis"])
-        if len(change) > 1:
-            add(
-                "RESULTS.SENSITIVITY.COMPOUND",
-                f"case {cid} changes {len(change)} controls ({', '.join(sorted(change))});"
-                " a one-control case changes exactly one",
-                pointer_join(ptr, "change"),
+    for i, raw in enumerate(fx.data["cases"]):
+        case = _Case.of(i, raw)
+        if case.id in seen:
+            sink.add(
+                "RESULTS.REGISTRY.DUPLICATE_ID", f"case id {case.id!r} appears twice", case.pointer
             )
+        seen.add(case.id)
+        control = _one_control(fx, case, sink)
+        if control is None:
             continue
-        if not change:
-            add(
-                "RESULTS.SENSITIVITY.NO_CHANGE",
-                f"case {cid} changes nothing",
-                pointer_join(ptr, "change"),
-            )
-            continue
-        ((control, value),) = change.items()
-        if control not in base:
-            add(
-                "RESULTS.SENSITIVITY.UNKNOWN_CONTROL",
-                f"case {cid}: no control {control!r}",
-                pointer_join(ptr, "change", control),
-            )
-            continue
-        if axis not in axes:
-            add(
-                "RESULTS.SENSITIVITY.UNKNOWN_AXIS",
-                f"case {cid}: no axis {axis!r}",
-                pointer_join(ptr, "axis"),
-            )
-            continue
-        if axes[axis] != control:
-            add(
-                "RESULTS.SENSITIVITY.AXIS_MISMATCH",
-                f"case {cid}: axis {axis} varies {axes[axis]!r}, the case changes {control!r}",
-                pointer_join(ptr, "axis"),
-            )
-            continue
-        if base[control] == value:
-            add(
-                "RESULTS.SENSITIVITY.NO_CHANGE",
-                f"case {cid}: {control} already is {value!r}",
-                pointer_join(ptr, "change", control),
-            )
-            continue
-        varied = {**base, control: value}
-        if not is_valid({**data, "controls": varied}, "sensitivity-fixture"):
-            add(
-                "RESULTS.SENSITIVITY.INVALID_CONTROL",
-                f"case {cid}: {control}={value!r} is not a valid value for that control",
-                pointer_join(ptr, "change", control),
-            )
-            continue
-        bad_case = _invalid(varied)
-        for ctl, why in bad_case:
-            add(
-                "RESULTS.SENSITIVITY.INVALID_CONTROL",
-                f"case {cid}: {why}",
-                pointer_join(ptr, "change", ctl),
-            )
-        if bad_case:
-            continue
-        varied_ledger = ledger(projection(varied, online))
-        changed = {k: v for k, v in varied_ledger.items() if base_ledger[k] != v}
-        off_base, off_var = offline_ledger(base), offline_ledger(varied)
-        offline_changed = {k: v for k, v in off_var.items() if off_base[k] != v}
-        expect = dict(case["expect_changed"])
-        is_hidden = control in hidden
-        if is_hidden:
-            if projection_digest(varied, online) != base_digest or changed:
-                add(
-                    "RESULTS.HIDDEN_TRUTH.LEAK",
-                    f"case {cid}: changing hidden {control} changed the online projection",
-                    pointer_join(ptr, "change", control),
-                )
-            if expect:
-                add(
-                    "RESULTS.HIDDEN_TRUTH.LEAK",
-                    f"case {cid}: a hidden-truth case may not expect online changes"
-                    f" ({sorted(expect)})",
-                    pointer_join(ptr, "expect_changed"),
-                )
-        if expect != changed and not (is_hidden and expect):
-            add(
-                "RESULTS.SENSITIVITY.EXPECTATION_DRIFT",
-                f"case {cid}: expected changes {_canonical(expect)}, derived {_canonical(changed)}",
-                pointer_join(ptr, "expect_changed"),
-            )
-        rows.append(
-            {
-                "id": cid,
-                "axis": axis,
-                "control": control,
-                "from": base[control],
-                "to": value,
-                "online_changed": changed,
-                "offline_changed": offline_changed,
-                "online_projection_unchanged": projection_digest(varied, online) == base_digest,
-            }
+        varied = _varied_controls(fx, case, control, sink)
+        if varied is not None:
+            rows.append(_case_row(fx, case, control, varied, sink))
+    return rows
+
+
+def _one_control(fx: _Fixture, case: _Case, sink: FindingSink) -> str | None:
+    """The control a case changes, or None (with a finding) unless it changes exactly one known
+    control, the one its axis varies, to a new value."""
+    change, cid, ptr = case.change, case.id, case.pointer
+    if len(change) > 1:
+        sink.add(
+            "RESULTS.SENSITIVITY.COMPOUND",
+            f"case {cid} changes {len(change)} controls ({', '.join(sorted(change))});"
+            " a one-control case changes exactly one",
+            pointer_join(ptr, "change"),
         )
-    report = {
+        return None
+    if not change:
+        sink.add(
+            "RESULTS.SENSITIVITY.NO_CHANGE",
+            f"case {cid} changes nothing",
+            pointer_join(ptr, "change"),
+        )
+        return None
+    ((control, value),) = change.items()
+    if control not in fx.base:
+        sink.add(
+            "RESULTS.SENSITIVITY.UNKNOWN_CONTROL",
+            f"case {cid}: no control {control!r}",
+            pointer_join(ptr, "change", control),
+        )
+        return None
+    if case.axis not in fx.axes:
+        sink.add(
+            "RESULTS.SENSITIVITY.UNKNOWN_AXIS",
+            f"case {cid}: no axis {case.axis!r}",
+            pointer_join(ptr, "axis"),
+        )
+        return None
+    if fx.axes[case.axis] != control:
+        sink.add(
+            "RESULTS.SENSITIVITY.AXIS_MISMATCH",
+            f"case {cid}: axis {case.axis} varies {fx.axes[case.axis]!r}, the case changes"
+            f" {control!r}",
+            pointer_join(ptr, "axis"),
+        )
+        return None
+    if fx.base[control] == value:
+        sink.add(
+            "RESULTS.SENSITIVITY.NO_CHANGE",
+            f"case {cid}: {control} already is {value!r}",
+            pointer_join(ptr, "change", control),
+        )
+        return None
+    return control
+
+
+def _varied_controls(
+    fx: _Fixture, case: _Case, control: str, sink: FindingSink
+) -> dict[str, Any] | None:
+    """The base controls with the case's change applied, or None (with findings) when the new
+    value is not valid for the control or makes the ledger meaningless."""
+    value = case.change[control]
+    varied = {**fx.base, control: value}
+    if not is_valid({**fx.data, "controls": varied}, "sensitivity-fixture"):
+        sink.add(
+            "RESULTS.SENSITIVITY.INVALID_CONTROL",
+            f"case {case.id}: {control}={value!r} is not a valid value for that control",
+            pointer_join(case.pointer, "change", control),
+        )
+        return None
+    bad = _invalid(varied)
+    for ctl, why in bad:
+        sink.add(
+            "RESULTS.SENSITIVITY.INVALID_CONTROL",
+            f"case {case.id}: {why}",
+            pointer_join(case.pointer, "change", ctl),
+        )
+    return None if bad else varied
+
+
+def _case_row(
+    fx: _Fixture, case: _Case, control: str, varied: Mapping[str, Any], sink: FindingSink
+) -> dict[str, Any]:
+    """Derive a case's ledger changes, check them against what it expects, and report them."""
+    changed = _changed(fx.base_ledger, ledger(projection(varied, fx.online)))
+    unchanged = projection_digest(varied, fx.online) == fx.base_digest
+    is_hidden = control in fx.hidden
+    if is_hidden:
+        _check_hidden_case(case, control, unchanged and not changed, sink)
+    if case.expect != changed and not (is_hidden and case.expect):
+        sink.add(
+            "RESULTS.SENSITIVITY.EXPECTATION_DRIFT",
+            f"case {case.id}: expected changes {_canonical(case.expect)},"
+            f" derived {_canonical(changed)}",
+            pointer_join(case.pointer, "expect_changed"),
+        )
+    return {
+        "id": case.id,
+        "axis": case.axis,
+        "control": control,
+        "from": fx.base[control],
+        "to": varied[control],
+        "online_changed": changed,
+        "offline_changed": _changed(offline_ledger(fx.base), offline_ledger(varied)),
+        "online_projection_unchanged": unchanged,
+    }
+
+
+def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of `after` whose values differ from `before`'s."""
+    return {k: v for k, v in after.items() if before[k] != v}
+
+
+def _check_hidden_case(case: _Case, control: str, online_same: bool, sink: FindingSink) -> None:
+    """A case on a hidden control leaves the online view as it was and expects no online change."""
+    if not online_same:
+        sink.add(
+            "RESULTS.HIDDEN_TRUTH.LEAK",
+            f"case {case.id}: changing hidden {control} changed the online projection",
+            pointer_join(case.pointer, "change", control),
+        )
+    if case.expect:
+        sink.add(
+            "RESULTS.HIDDEN_TRUTH.LEAK",
+            f"case {case.id}: a hidden-truth case may not expect online changes"
+            f" ({sorted(case.expect)})",
+            pointer_join(case.pointer, "expect_changed"),
+        )
+
+
+def _report(
+    data: Mapping[str, Any], base_ledger: dict[str, Any], rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The JSON-ready report of a fixture whose declarations passed."""
+    return {
         "valid": True,
         "evidence_class": data["evidence_class"],
         "base_ledger": base_ledger,
@@ -291,4 +386,3 @@ def run_sensitivity(data: Any, *, file: str, locate: Locator | None = None) -> S
         "scalar_best_chunk": None,
         "note": "analytical consequences of one synthetic fixture; no latency or optimality claim",
     }
-    return SensitivityReport(tuple(findings), report)

@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from _formula_docs import ARTICLE, EQ1, EQ2, registry_data, write_article, write_registry
+
+from cbaudit.formulas.audit import (
+    _Alignment,
+    _check_bindings,
+    _check_families,
+    _check_names,
+    _check_unbound,
+    _expected,
+    _RegistrySink,
+    read_article,
+)
+from cbaudit.formulas.registry import Registry, load_registry
 
 
 @pytest.fixture
@@ -243,3 +257,112 @@ def test_report_is_deterministic(cli, tmp_path: Path, docs) -> None:
     art = write_article(tmp_path / "b.md", "$$z$$\n" + ARTICLE)
     first = cli("formula-audit", reg, "--article", art, "--format", "json").out
     assert first == cli("formula-audit", reg, "--article", art, "--format", "json").out
+
+
+# The named steps of registry_findings and binding_findings, one at a time.
+
+
+def _registry(tmp_path: Path, edit=None) -> Registry:
+    data = registry_data()
+    if edit is not None:
+        edit(data)
+    return load_registry(write_registry(tmp_path / "steps.yaml", data))
+
+
+def _at(sink: _RegistrySink) -> list[tuple[str, str]]:
+    return [(f.code, f.location.pointer) for f in sink.findings]
+
+
+def test_names_step(tmp_path: Path) -> None:
+    """A repeated id and name, and LaTeX in the plain form, are found at the formula."""
+    reg = _registry(tmp_path)
+    f = replace(reg.formulas[0], plain="U = \\frac{a}{b}")
+    sink = _RegistrySink(reg)
+    _check_names(f, 0, Counter({"F01": 2}), Counter({"slot_utilization": 2}), sink)
+    _check_names(replace(f, plain=" "), 0, Counter(), Counter(), sink)
+    assert _at(sink) == [
+        ("FORMULA.ID.DUPLICATE", "/formulas/0"),
+        ("FORMULA.NAME.DUPLICATE", "/formulas/0"),
+        ("FORMULA.PLAIN.UNSAFE", "/formulas/0/plain"),
+        ("FORMULA.PLAIN.MISSING", "/formulas/0/plain"),
+    ]
+
+
+def test_families_step(tmp_path: Path) -> None:
+    """An undeclared family and unit family, and an owner other than the unit family's, are
+    found at their fields."""
+    reg = _registry(tmp_path)
+    sink = _RegistrySink(reg)
+    f = reg.formulas[1]
+    _check_families(reg, f, 1, sink)
+    assert sink.findings == []
+    _check_families(reg, replace(f, family="queues", unit_family="seconds"), 1, sink)
+    _check_families(reg, replace(f, owner="M5.1"), 1, sink)
+    assert _at(sink) == [
+        ("FORMULA.FAMILY.UNDECLARED", "/formulas/1/family"),
+        ("FORMULA.UNIT.UNDECLARED", "/formulas/1/unit_family"),
+        ("FORMULA.UNIT.OWNER_DRIFT", "/formulas/1/owner"),
+    ]
+
+
+def test_bindings_step_tracks_claims_and_order(tmp_path: Path) -> None:
+    """Bindings claim equations in article order: a repeat is a duplicate, a step back is out
+    of order, no binding at all is refused; the last index is carried from formula to formula."""
+    reg = _registry(tmp_path)
+    f1, f2 = reg.formulas
+    sink, claimed = _RegistrySink(reg), {}
+    assert _check_bindings(f2, 1, claimed, 0, sink) == 2
+    assert _check_bindings(f1, 0, claimed, 2, sink) == 2  # equation 1 after equation 2
+    assert _check_bindings(f1, 0, claimed, 2, sink) == 2  # equation 1 again
+    assert _check_bindings(replace(f1, equations=()), 0, claimed, 2, sink) == 2
+    assert claimed == {2: "F02", 1: "F01"}
+    assert _at(sink) == [
+        ("FORMULA.BINDING.ORDER", "/formulas/0/equations/0"),
+        ("FORMULA.BINDING.DUPLICATE", "/formulas/0/equations/0"),
+        ("FORMULA.BINDING.NONE", "/formulas/0"),
+    ]
+
+
+def test_unbound_step(tmp_path: Path) -> None:
+    """An equation declared unbound that a formula binds is a duplicate; one without a reason
+    is refused."""
+    reg = _registry(tmp_path, lambda d: d["unbound"][0].update(reason=" "))
+    sink = _RegistrySink(reg)
+    _check_unbound(reg, {3: "F02"}, sink)
+    assert _at(sink) == [
+        ("FORMULA.BINDING.DUPLICATE", "/unbound/0"),
+        ("FORMULA.UNBOUND.NO_REASON", "/unbound/0"),
+    ]
+
+
+def test_alignment_counts_bound_and_declared_unbound(tmp_path: Path, docs) -> None:
+    """An aligned article counts two bound and one declared-unbound equation, no finding."""
+    art, reg_path = docs
+    reg = load_registry(reg_path)
+    metrics = {"bound": 0, "declared_unbound": 0}
+    assert _Alignment(reg, read_article(art), _expected(reg)).findings(metrics) == []
+    assert metrics == {"bound": 2, "declared_unbound": 1}
+
+
+def test_alignment_differing_runs(tmp_path: Path, docs) -> None:
+    """A replaced equation is changed at its line, an equation the article lost is missing
+    at its binding, an equation the article gained is unbound, and a moved one is renumbered."""
+    _, reg_path = docs
+    reg = load_registry(reg_path)
+    metrics = {"bound": 0, "declared_unbound": 0}
+    edited = read_article(
+        write_article(tmp_path / "c.md", ARTICLE.replace(EQ1, EQ1.replace("B", "N")))
+    )
+    found = _Alignment(reg, edited, _expected(reg)).findings(metrics)
+    assert [(f.code, f.location.line) for f in found] == [("FORMULA.EQUATION.CHANGED", 5)]
+    lost = read_article(write_article(tmp_path / "d.md", ARTICLE.replace(f"$${EQ1}$$", "")))
+    found = _Alignment(reg, lost, _expected(reg)).findings(metrics)
+    assert [(f.code, f.location.pointer) for f in found] == [
+        ("FORMULA.EQUATION.MISSING", "/formulas/0/equations/0"),
+        ("FORMULA.EQUATION.RENUMBERED", "/formulas/1/equations/0/index"),
+        ("FORMULA.EQUATION.RENUMBERED", "/unbound/0/index"),
+    ]
+    gained = read_article(write_article(tmp_path / "e.md", ARTICLE + "\n$$z=1$$\n"))
+    found = _Alignment(reg, gained, _expected(reg)).findings(metrics)
+    assert [f.code for f in found] == ["FORMULA.EQUATION.UNBOUND"]
+    assert "display equation 4 " in found[0].message

@@ -11,6 +11,19 @@ from typing import Any
 
 import pytest
 
+from cbaudit.model import EvidenceClass, Finding, Location, Severity
+from cbaudit.results.compare import (
+    CompareOptions,
+    _footnote_findings,
+    _Footnotes,
+    _pair_reason,
+    _point_result,
+    _point_rows,
+    _refusal,
+    _regressions,
+    _verdict_counts,
+)
+from cbaudit.results.sample_model import Point, SampleSet
 from tests.conftest import EVIDENCE
 from tests.results._records import record, spread, write
 
@@ -296,3 +309,100 @@ def test_registry_shorthand_without_suffix(cli) -> None:  # type: ignore[no-unty
     """`--registry registry:NAME` finds the shipped NAME.yaml."""
     r = cli("compare-results", "--registry", "registry:source_reported_results", "--format", "json")
     assert r.code == 0, r.err
+
+
+# The named steps of compare_pair, one at a time.
+
+
+def _set(label: str, points: dict[str, list[float]]) -> SampleSet:
+    return SampleSet(
+        label=label,
+        file=f"{label}.json",
+        pointer="/records/0",
+        adapter="result-records",
+        coordinates={},
+        evidence_class=EvidenceClass.SYNTHETIC,
+        points={k: Point(k, "step_time", "ms", tuple(v)) for k, v in points.items()},
+    )
+
+
+def test_refusal_step_appends_incomparable_and_ranks_nothing() -> None:
+    """A refused pair keeps the comparability findings, adds COMPARE.INCOMPARABLE (an error
+    under --fail-on incomparable) and names the number of differences."""
+    a = _set("a", {})
+    earlier = Finding("COMPARE.COORDINATE.DIFFERS", "model: A='x' B='y'", Severity.WARNING)
+    opts = CompareOptions(fail_on=frozenset({"incomparable"}))
+    out = _refusal(a, "a vs b", 2, [earlier], {"comparable": False}, opts)
+    assert [(f.code, f.severity) for f in out.findings] == [
+        ("COMPARE.COORDINATE.DIFFERS", Severity.WARNING),
+        ("COMPARE.INCOMPARABLE", Severity.ERROR),
+    ]
+    assert out.reason == "incomparable: 2 difference(s); no ranking"
+    assert out.findings[1].location == Location(file="a.json", pointer="/records/0")
+
+
+def test_point_rows_step_marks_one_sided_points() -> None:
+    """A point on one side only is not compared and gets the only_a/only_b footnote; shared
+    points are analysed."""
+    a = _set("a", {"p": spread(1.0), "only-a": spread(1.0)})
+    b = _set("b", {"p": spread(1.2), "only-b": spread(1.0)})
+    notes = _Footnotes(0.95, 0.05)
+    rows = _point_rows(a, b, {}, CompareOptions(), notes)
+    assert [(r["point"], r["verdict"]) for r in rows] == [
+        ("only-a", "not compared"),
+        ("only-b", "not compared"),
+        ("p", "changed"),  # no metric registry entry: direction unknown
+    ]
+    assert notes.order == ["only_a", "only_b", "direction"]
+
+
+def test_regressions_step_locates_each_regression_in_b() -> None:
+    """Only regression rows become findings, located in B, with the change and the p value."""
+    same = {"metric": "tbt", "p_value": 0.001, "direction": "lower"}
+    rows = [
+        {"point": "p1", "verdict": "regression", "change_pct": 5.0, **same},
+        {"point": "p2", "verdict": "improvement", "change_pct": -5.0, **same},
+    ]
+    found = _regressions(rows, _set("b", {}), CompareOptions())
+    assert [(f.code, f.severity, f.location.file) for f in found] == [
+        ("COMPARE.REGRESSION", Severity.WARNING, "b.json")
+    ]
+    assert found[0].message == "point p1: tbt changed +5.00% (p=0.001, lower)"
+
+
+def test_footnote_findings_step() -> None:
+    """Each rendered footnote is one COMPARE.NOTE.<KIND> note carrying its number."""
+    notes = _Footnotes(0.95, 0.05)
+    notes.ref("noisy")
+    notes.ref("only_b")
+    found = _footnote_findings(notes.render(), _set("a", {}))
+    assert [(f.code, f.severity) for f in found] == [
+        ("COMPARE.NOTE.NOISY", Severity.NOTE),
+        ("COMPARE.NOTE.ONLY_B", Severity.NOTE),
+    ]
+    assert found[1].message == "[2] point present only in B: not compared"
+
+
+def test_verdict_counts_and_pair_reason_steps() -> None:
+    """Verdicts are counted by name in sorted order; the reason lists them, then each metric's
+    geometric mean, and leaves the means out when there are none."""
+    rows = [{"verdict": v} for v in ("~", "regression", "~", "not compared")]
+    counts = _verdict_counts(rows)
+    assert list(counts.items()) == [("not compared", 1), ("regression", 1), ("~", 2)]
+    geo = {"tbt": {"change_pct": -1.5, "points": 2}, "e2e": {"change_pct": 2.0, "points": 1}}
+    assert _pair_reason(counts, geo) == (
+        "comparable; 1 not compared, 1 regression, 2 ~;"
+        " e2e geomean +2.00% over 1, tbt geomean -1.50% over 2"
+    )
+    assert _pair_reason({"~": 1}, {}) == "comparable; 1 ~"
+
+
+def test_point_result_step() -> None:
+    """A compared point's reason is its line; a one-sided point's reason names its footnote."""
+    a = _set("a", {})
+    lone = _point_result({"point": "p", "verdict": "not compared", "footnotes": [2]}, a)
+    assert (lone.check, lone.subject, lone.reason) == (
+        "compare-results.point",
+        "p",
+        "not compared [2]",
+    )

@@ -8,7 +8,19 @@ from typing import Any
 import pytest
 
 from cbaudit.io.loader import load_document
-from cbaudit.results.sensitivity import ledger, run_sensitivity
+from cbaudit.model import FindingSink, Location
+from cbaudit.results.sensitivity import (
+    _Case,
+    _case_row,
+    _check_base_expectation,
+    _check_declarations,
+    _check_hidden_case,
+    _Fixture,
+    _one_control,
+    _varied_controls,
+    ledger,
+    run_sensitivity,
+)
 from tests.conftest import EVIDENCE
 
 FIXTURE = EVIDENCE / "m5-2-continuous-batching" / "loop11" / "paper_sensitivity_fixture.yaml"
@@ -91,3 +103,137 @@ def test_expectation_drift_is_reported(fixture: Any) -> None:
     data = copy.deepcopy(fixture)
     data["cases"][5]["expect_changed"] = {"aging_crossover_tick": 5}
     assert _codes(data) == ["RESULTS.SENSITIVITY.EXPECTATION_DRIFT"]
+
+
+# The named steps of run_sensitivity, one at a time.
+
+
+def _sink() -> FindingSink:
+    return FindingSink(lambda pointer: Location(file="fx.yaml", pointer=pointer))
+
+
+def _case(change: dict[str, Any], axis: str = "chunk_size", **expect: Any) -> _Case:
+    return _Case.of(0, {"id": "c", "axis": axis, "change": change, "expect_changed": expect})
+
+
+def test_declarations_refuse_hidden_in_projection_and_unknown_controls(fixture: Any) -> None:
+    """A hidden control in the online projection leaks; a projection or axis name without a
+    control is unknown; an impossible base control is invalid."""
+    data = copy.deepcopy(fixture)
+    data["online_projection"] += ["hidden_output_lengths", "no_such_control"]
+    data["axes"]["extra_axis"] = "no_such_control"
+    data["controls"]["reserved_rows"] = 99
+    sink = _sink()
+    _check_declarations(data, sink)
+    assert [(f.code, f.location.pointer) for f in sink.findings] == [
+        ("RESULTS.HIDDEN_TRUTH.LEAK", "/online_projection/16"),
+        ("RESULTS.SENSITIVITY.UNKNOWN_CONTROL", "/online_projection/17"),
+        ("RESULTS.SENSITIVITY.UNKNOWN_CONTROL", "/axes/extra_axis"),
+        ("RESULTS.SENSITIVITY.INVALID_CONTROL", "/controls/reserved_rows"),
+    ]
+
+
+def test_base_expectation_reports_each_drifting_entry(fixture: Any) -> None:
+    """A wrong value and an entry the ledger does not derive each drift, at their own key."""
+    fx = _Fixture.of(fixture)
+    expected = {**fixture["expected_base"], "chunks": 5, "not_derived": 1}
+    sink = _sink()
+    _check_base_expectation(expected, fx.base_ledger, sink)
+    assert [f.location.pointer for f in sink.findings] == [
+        "/expected_base/chunks",
+        "/expected_base/not_derived",
+    ]
+    assert {f.code for f in sink.findings} == {"RESULTS.SENSITIVITY.EXPECTATION_DRIFT"}
+
+
+@pytest.mark.parametrize(
+    ("change", "axis", "code"),
+    [
+        ({"chunk_tokens": 2, "token_budget": 6}, "chunk_size", "RESULTS.SENSITIVITY.COMPOUND"),
+        ({}, "chunk_size", "RESULTS.SENSITIVITY.NO_CHANGE"),
+        ({"no_such_control": 2}, "chunk_size", "RESULTS.SENSITIVITY.UNKNOWN_CONTROL"),
+        ({"chunk_tokens": 2}, "no_such_axis", "RESULTS.SENSITIVITY.UNKNOWN_AXIS"),
+        ({"chunk_tokens": 2}, "token_budget", "RESULTS.SENSITIVITY.AXIS_MISMATCH"),
+        ({"chunk_tokens": 4}, "chunk_size", "RESULTS.SENSITIVITY.NO_CHANGE"),
+    ],
+)
+def test_one_control_refuses_each_malformed_change(
+    fixture: Any, change: dict[str, Any], axis: str, code: str
+) -> None:
+    """Anything but one known control, on its own axis, set to a new value: one finding, no
+    control."""
+    sink = _sink()
+    assert _one_control(_Fixture.of(fixture), _case(change, axis), sink) is None
+    assert [f.code for f in sink.findings] == [code]
+
+
+def test_one_control_names_the_changed_control(fixture: Any) -> None:
+    """A well-formed case yields its control and no finding."""
+    sink = _sink()
+    assert _one_control(_Fixture.of(fixture), _case({"chunk_tokens": 2}), sink) == "chunk_tokens"
+    assert sink.findings == []
+
+
+def test_varied_controls_applies_a_valid_change(fixture: Any) -> None:
+    """The base controls with the one change applied, and nothing else changed."""
+    fx = _Fixture.of(fixture)
+    varied = _varied_controls(fx, _case({"chunk_tokens": 2}), "chunk_tokens", _sink())
+    assert varied == {**fx.base, "chunk_tokens": 2}
+
+
+@pytest.mark.parametrize(
+    ("control", "value", "pointer"),
+    [
+        ("chunk_tokens", "eight", "/cases/0/change/chunk_tokens"),  # not valid for the schema
+        ("prefix_hit_tokens", 17, "/cases/0/change/prefix_hit_tokens"),  # past the prompt
+        ("reservation_ceiling_rows", 7, "/cases/0/change/reserved_rows"),  # below reserved rows
+    ],
+)
+def test_varied_controls_refuses_values_that_break_the_ledger(
+    fixture: Any, control: str, value: Any, pointer: str
+) -> None:
+    """A value the schema refuses, or one that makes the ledger meaningless, is INVALID_CONTROL
+    at the control it breaks, and the case is dropped."""
+    sink = _sink()
+    assert _varied_controls(_Fixture.of(fixture), _case({control: value}), control, sink) is None
+    assert [(f.code, f.location.pointer) for f in sink.findings] == [
+        ("RESULTS.SENSITIVITY.INVALID_CONTROL", pointer)
+    ]
+
+
+def test_case_row_reports_only_the_entries_that_changed(fixture: Any) -> None:
+    """A token-budget case changes the piggyback entries only; as expected, no finding."""
+    fx = _Fixture.of(fixture)
+    case = _case({"token_budget": 6}, "token_budget", piggyback_room=2, piggyback_decodes=2)
+    sink = _sink()
+    row = _case_row(fx, case, "token_budget", {**fx.base, "token_budget": 6}, sink)
+    assert row["online_changed"] == {"piggyback_room": 2, "piggyback_decodes": 2}
+    assert row["offline_changed"] == {} and row["online_projection_unchanged"] is False
+    assert (row["from"], row["to"]) == (8, 6)
+    assert sink.findings == []
+
+
+def test_case_row_flags_a_hidden_control_in_the_online_view(fixture: Any) -> None:
+    """When a hidden control reaches the online projection, its case leaks."""
+    data = copy.deepcopy(fixture)
+    data["online_projection"].append("hidden_output_lengths")
+    fx = _Fixture.of(data)
+    case = _case({"hidden_output_lengths": [9]}, "output_distribution")
+    sink = _sink()
+    row = _case_row(
+        fx, case, "hidden_output_lengths", {**fx.base, "hidden_output_lengths": [9]}, sink
+    )
+    assert row["online_projection_unchanged"] is False
+    assert [f.code for f in sink.findings] == ["RESULTS.HIDDEN_TRUTH.LEAK"]
+
+
+def test_hidden_case_may_not_expect_online_changes() -> None:
+    """A hidden-truth case that expects an online change leaks, even when nothing changed."""
+    sink = _sink()
+    _check_hidden_case(_case({}, chunks=1), "hidden_output_lengths", True, sink)
+    assert [(f.code, f.location.pointer) for f in sink.findings] == [
+        ("RESULTS.HIDDEN_TRUTH.LEAK", "/cases/0/expect_changed")
+    ]
+    quiet = _sink()
+    _check_hidden_case(_case({}), "hidden_output_lengths", True, quiet)
+    assert quiet.findings == []
