@@ -31,7 +31,7 @@ def conform_cmd(
         None,
         "--to-contract",
         help="Compare nothing: write vLLM's decisions as contract records (JSONL) to this file,"
-        " for `cbaudit validate-plan --trace`.",
+        " that validate-plan then checks.",
     ),
     fmt: OutputFormat = FormatOpt,
     output: Path = OutputOpt,

@@ -415,3 +415,17 @@ R(
     f"{_RECORDER}.update_from_output",
     f"{_RECORDER}.finish_requests",
 )
+
+
+def rules_table(where: dict[str, str]) -> str:
+    """The Markdown table of docs/runtime-policy.md: rule, statement, markers (with `where`,
+    marker id -> `file:line`), cbaudit code."""
+    rows = [
+        "| rule | what vLLM v0.23.0 does | markers | cbaudit code |",
+        "|---|---|---|---|",
+    ]
+    for r in RULES:
+        markers = "<br>".join(f"{m} `{where.get(m, '?')}`" for m in r.markers)
+        code = "<br>".join(f"`{c}`" for c in r.code)
+        rows.append(f"| `{r.rule}` | {r.statement} | {markers} | {code} |")
+    return "\n".join(rows) + "\n"
