@@ -136,7 +136,7 @@ def conform(case: ConformInput, *, validation: Validation = Validation.CONTRACT)
                 "CONFORM.RECORD.ABORTED",
                 f"step {cut.step}: {', '.join(cut.aborted)} aborted from outside before it;"
                 f" cbaudit does not replay aborts, so steps from {cut.step} on are not compared"
-                f" (steps 0..{cut.step - 1} agree)",
+                + (f" (steps 0..{cut.step - 1} agree)" if cut.step else ""),
                 location=Location(file=case.trace_name, line=cut.line),
             )
         )
@@ -239,7 +239,7 @@ def to_contract(case: ConformInput, out: Path) -> CheckResult:
             UnitCostModel(),
             validation=Validation.OFF,
             trace=sink,
-            horizon=max(horizon, 1),
+            horizon=horizon,
         ).run()
     findings = []
     if aborted_at is not None:

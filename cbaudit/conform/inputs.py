@@ -596,6 +596,12 @@ def read_record_workload(path: str | Path, *, display: str | None = None) -> Con
                 produced=produced.get(a["id"]),
             )
         )
+    if not arrivals:
+        raise InputError.at(
+            "CONFORM.RECORD.EMPTY",
+            "the record holds no request: there is nothing to compare",
+            name,
+        )
     for rid in produced:
         if rid not in seen:
             raise InputError.at(

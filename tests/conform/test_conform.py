@@ -289,3 +289,12 @@ def test_a_usage_error_is_not_an_input_error() -> None:
     """The wrong pairing of inputs is an invocation problem (exit 2 through UsageError)."""
     with pytest.raises(UsageError):
         conform(ConformInput(CORPUS / "fcfs_ample.vllm-trace.jsonl"))
+
+
+def test_a_record_without_requests_is_not_a_pass(tmp_path: Path) -> None:
+    """A header and steps with no arrival compare nothing: unusable, never a vacuous pass."""
+
+    def no_arrivals(r: list[dict[str, Any]]) -> None:
+        del r[1:]
+
+    assert _error_code(ConformInput(_record(tmp_path, no_arrivals))) == "CONFORM.RECORD.EMPTY"
