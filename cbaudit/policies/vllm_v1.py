@@ -83,10 +83,15 @@ class VllmV1Policy:
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         running = list(view.running)
         stopped_at, preempted = self._running_pass(view, plan, running)
-        stopped_by = Reason.DEFERRED_AFTER_PREEMPTION if preempted else Reason.DEFERRED_TOKEN_BUDGET
-        for r in running[stopped_at:]:
-            if not plan.chosen(r):
-                plan.defer(r, stopped_by)
+        if stopped_at < len(running):
+            stopped_by = (
+                Reason.DEFERRED_AFTER_PREEMPTION if preempted else Reason.DEFERRED_TOKEN_BUDGET
+            )
+            for r in running[stopped_at:]:
+                if not plan.chosen(r):
+                    plan.defer(r, stopped_by)
+        if not view.waiting:
+            return
         waiting = iter(self._waiting_order(view))
         if preempted:  # a step that preempted admits nobody
             self._explain_rest(plan, waiting, Reason.DEFERRED_AFTER_PREEMPTION)
