@@ -121,6 +121,12 @@ def _slots(tmp: Path) -> list[Slot]:
             codes=NOT_RESULTS,
         ),
         Slot(
+            "gate bundle.yaml",
+            ("gate", "{dir}", "-j", "1"),
+            suffix="bundle.yaml",
+            codes=(("missing", "GATE.NO_BUNDLE"),),
+        ),
+        Slot(
             "conform TRACE",
             ("conform", "{}", "--workload", str(CONFORM_CORPUS / "null_block_exact.workload.json")),
             suffix=".jsonl",
@@ -142,12 +148,6 @@ def _slots(tmp: Path) -> list[Slot]:
                 "{}",
             ),
             codes=(("wrong-shape", "ENGINE_CONFIG.KEY.UNKNOWN"),),
-        ),
-        Slot(
-            "gate bundle.yaml",
-            ("gate", "{dir}", "-j", "1"),
-            suffix="bundle.yaml",
-            codes=(("missing", "GATE.NO_BUNDLE"),),
         ),
     ]
 
