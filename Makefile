@@ -27,8 +27,9 @@ venv: $(STAMP)
 ARTICLE ?= $(wildcard ../shared/seeds/000_723c321e7155665c.txt)
 
 # The vLLM v0.23.0 release as published (the wheel, about 270 MB), fetched by pip into .cache/.
-# With it here, `make gate` verifies the pin's hashes, sizes, git blob ids and 52 line markers
-# against the bytes vLLM shipped; without it that check is reported as not run. CBAUDIT_VLLM_SOURCE
+# With it here, `make gate` verifies both vLLM pins' hashes, sizes, git blob ids and line markers
+# (the article's 52, and the 143 behind vllm-v1's rules) against the bytes vLLM shipped; without
+# it those checks are reported as not run. CBAUDIT_VLLM_SOURCE
 # set by the caller (a checkout, an unpacked release or an archive) takes precedence.
 VLLM_WHEEL = $(firstword $(wildcard .cache/vllm/vllm-0.23.0*.whl))
 CBAUDIT_VLLM_SOURCE ?= $(VLLM_WHEEL)
@@ -40,8 +41,10 @@ gate: $(STAMP)
 vllm-release: $(STAMP)
 	$(PY) -m pip download -q --no-deps --only-binary :all: --implementation cp \
 	  --python-version 3.12 --platform manylinux_2_28_x86_64 -d .cache/vllm 'vllm==0.23.0'
-	$(VENV)/bin/cbaudit verify-pin pinned/vllm-v0.23.0.yaml \
-	  --source "$$(ls .cache/vllm/vllm-0.23.0*.whl | head -n 1)"
+	for pin in pinned/vllm-v0.23.0.yaml pinned/vllm-v0.23.0-scheduler-rules.yaml; do \
+	  $(VENV)/bin/cbaudit verify-pin $$pin --source "$$(ls .cache/vllm/vllm-0.23.0*.whl | head -n 1)" \
+	    || exit $$?; \
+	done
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check cbaudit tests benchmarks

@@ -14,6 +14,7 @@ EVIDENCE = REPO / "evidence"
 SHARED = REPO.parent / "shared"
 
 M52 = EVIDENCE / "m5-2-continuous-batching"
+CONFORMANCE = EVIDENCE / "vllm-v0.23.0-conformance"
 
 
 def loop_checks(*folders: str) -> list[Any]:

@@ -75,6 +75,10 @@ COMMANDS: dict[str, CommandEntry] = {
         "Measure mixed-step timings with torch (extra `bench`), check results files,"
         " attach them to replay reports.",
     ),
+    "conform": CommandEntry(
+        "cbaudit.cli.cmd_conform",
+        "Replay vLLM's workload under vllm-v1 and compare every step with vLLM's decisions.",
+    ),
     "gate": CommandEntry(
         "cbaudit.cli.cmd_gate",
         "Run the checks declared by each bundle.yaml under DIR; exit 0 pass, 1 fail, 2 unusable.",

@@ -100,6 +100,13 @@ def replay(
     slo_window_ms: float = typer.Option(
         None, "--slo-window-ms", help="Report the SLO outcome ledger over [0, MS]."
     ),
+    engine_config: Path = typer.Option(
+        None,
+        "--engine-config",
+        help="A vLLM engine's scheduler and cache arguments by vLLM's names (YAML or JSON):"
+        " they set the budgets, vllm-v1's options and each request's max_model_len limit"
+        " (see docs/replay.md).",
+    ),
     preemption: list[str] = typer.Option(
         None,
         "--preemption",
@@ -114,6 +121,11 @@ def replay(
     """Replay WORKLOAD under a policy; every plan and result is contract-checked."""
     if slo_window_ms is not None and not (0 < slo_window_ms < float("inf")):
         raise UsageError(f"--slo-window-ms must be a finite number > 0, got {slo_window_ms}")
+    engine = None
+    if engine_config is not None:
+        from cbaudit.sim.engine_config import load_engine_config
+
+        engine = load_engine_config(engine_config)
     loaded, source = comparable.load_replay_workload(workload, seed=seed)
     options = core.ReplayOptions(
         policy=policy,
@@ -128,6 +140,7 @@ def replay(
         goodput=_goodput(goodput),
         slo_window_ms=slo_window_ms,
         preemption=_pairs(preemption, "--preemption"),
+        engine_config=engine,
     )
     sink = core.trace_file(trace_out) if trace_out is not None else nullcontext(None)
     with sink as trace, _progress_bar(quiet) as progress:

@@ -52,6 +52,8 @@ KINDS: dict[str, str] = {
     "fairness_replay": "cbaudit.sim.fairness_replay:run_fairness_replay",
     "incident_replay": "cbaudit.sim.preemption_incident:run_incident_replay",
     "preemption_resume": "cbaudit.oracles.gate_kinds:run_preemption_resume",
+    # vllm-v1 against vLLM v0.23.0's own decisions, and its rules against their pins (issue 15).
+    "vllm_conformance": "cbaudit.oracles.conformance:run_vllm_conformance",
 }
 
 

@@ -24,6 +24,9 @@ class Reason(StrEnum):
     DEFERRED_PHASE_PRIORITY = "DEFERRED_PHASE_PRIORITY"  # the other phase took the budget
     DEFERRED_ROTATION = "DEFERRED_ROTATION"  # bounded decode-first: served more recently
     DEFERRED_AFTER_PREEMPTION = "DEFERRED_AFTER_PREEMPTION"  # vLLM: no waiting pass
+    # vLLM (scheduler_reserve_full_isl): the blocks for the whole sequence do not fit
+    DEFERRED_KV_FULL_SEQUENCE = "DEFERRED_KV_FULL_SEQUENCE"
+    DEFERRED_BEHIND_QUEUE_HEAD = "DEFERRED_BEHIND_QUEUE_HEAD"  # vLLM: the waiting pass stopped
     NOT_READY_REMOTE_KV = "NOT_READY_REMOTE_KV"  # waiting on foreign (remote) K/V
     PREEMPTED = "PREEMPTED"
 

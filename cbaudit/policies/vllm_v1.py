@@ -1,29 +1,39 @@
-"""`vllm-v1`: the decision shape of the pinned vLLM v0.23.0 V1 scheduler (a teaching model).
+"""`vllm-v1`: the token decisions of vLLM v0.23.0's V1 `Scheduler.schedule()`, rule by rule.
 
-Facts this follows (shared/pins/vllm-v0.23.0.facts.json; no vLLM source is used):
+Written from reading the published 0.23.0 release (no vLLM code is used). Every rule this
+module mirrors is listed, with the marker ids that pin its source lines, in
+`cbaudit/policies/vllm_v1_rules.py`; the markers live in `pinned/vllm-v0.23.0-scheduler-rules.yaml`
+and `cbaudit verify-pin` checks them against the release. In one step:
 
-* there is no prefill or decode phase: each request's computed frontier catches up with its
-  token frontier, `num_new = (p + e) - c`, clamped by `long_prefill_token_threshold` when
-  it is positive and by the remaining token budget (scheduler.py lines 404-410, 684-699);
-* running requests are traversed before waiting ones (lines 376-378, 562);
-* on a running request's KV allocation failure a victim is preempted by recompute: the tail of
-  the running queue under `fcfs` (line 499), `max(priority, arrival)` under `priority`
-  (lines 475-477); a victim placed earlier in this step gives its rows back; a request that
-  preempts itself is not scheduled; the victim's blocks are freed, its computed count reset to
-  0, and it goes to the front of the waiting queue (lines 974-995);
-* the waiting pass is skipped entirely in a step that preempted (line 563), stops at
-  `max_num_seqs` running requests (line 567), and skips requests waiting on remote K/V
-  (lines 579-586).
+* budgets: the token budget starts full (`max_num_scheduled_tokens`, else
+  `max_num_batched_tokens`: the engine configuration maps it onto `token_budget`);
+* running requests first, in running-list order, while tokens are left: each asks for its
+  whole remaining stream `p + e - c`, clamped by `long_prefill_token_threshold` when positive,
+  by the tokens left and by `max_model_len - 1 - c`;
+* a running request whose new blocks do not fit preempts a victim and retries: under `fcfs` the
+  tail of the running list, under `priority` the largest `(priority, arrival)` of the whole list;
+  a victim scheduled earlier in this step gives its tokens back and the walk steps back one; a
+  request that preempts itself ends the running pass;
+* waiting requests second, and only in a step that preempted nobody: in queue order (FCFS:
+  preempted requests at the front; `priority`: smallest `(priority, arrival)` first), stopping at
+  `max_num_seqs` running requests, at an exhausted budget, or at the first request that does
+  not fit. With `full_sequence_must_fit` (vLLM's `scheduler_reserve_full_isl`, on by default) a
+  waiting request is admitted only if the blocks for its whole current sequence fit, not only
+  its first chunk.
 
-Not modelled: prefix caching, speculative tokens, encoder budgets, LoRA limits, async
-scheduling, max_model_len. `exact_runtime_reproduction` is false.
+The null block (one of vLLM's `num_gpu_blocks` is never usable) and the stop at `max_model_len`
+live in the engine configuration's mapping (`cbaudit.sim.engine_config`); preemption by
+recompute, the front-of-queue requeue and the block accounting in the engine.
 
-Options: `scheduling` = "fcfs" (default) or "priority".
+Options: `scheduling` "fcfs" (default) or "priority"; `full_sequence_must_fit` (default true);
+`max_model_len` (default none: no length clamp). Not modelled: prefix caching, speculative
+tokens, encoder inputs, LoRA limits, async scheduling, KV connectors (cbaudit refuses such
+engines); `exact_runtime_reproduction` stays false for that reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cbaudit.policies.base import (
@@ -34,20 +44,30 @@ from cbaudit.policies.base import (
     StateView,
     option,
 )
-from cbaudit.policies.budget import Reason
+from cbaudit.policies.budget import Reason, ceil_div
 
 
 class VllmV1Policy:
     policy_id = "vllm-v1"
-    policy_version = "0.23.0-shape.1"
+    policy_version = "0.23.0-rules.1"
     phase_order = (DECODE_ROW, PREFILL_CHUNK)
     exact_runtime_reproduction = False
+    # vLLM runs a step whose schedule() only preempted (rule `step.preempt_only`): the engine
+    # counts such a plan as one iteration instead of asking again at the same cut.
+    preempt_only_is_a_step = True
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         mode = option(options, "scheduling", "fcfs", str)
         if mode not in ("fcfs", "priority"):
             raise ValueError(f"policy option 'scheduling' must be fcfs or priority, got {mode!r}")
         self.mode = mode
+        self.full_sequence_must_fit: bool = option(options, "full_sequence_must_fit", True, bool)
+        self.max_model_len: int | None = None
+        if "max_model_len" in options and options["max_model_len"] is not None:
+            length = option(options, "max_model_len", None, int)
+            if length < 2:
+                raise ValueError(f"policy option 'max_model_len' must be >= 2, got {length}")
+            self.max_model_len = length
         if mode == "priority":
             self.tie_break_key: tuple[str, ...] = (
                 "priority_rank",
@@ -58,20 +78,30 @@ class VllmV1Policy:
         else:
             self.tie_break_key = ("arrival_order", "request_id", "request_generation")
 
-    def _new_tokens(self, r: ReqState, view: StateView, budget: int) -> int:
-        n = r.p + r.e - r.c
-        threshold = view.budgets.long_prefill_token_threshold
-        if threshold is not None and 0 < threshold < n:
-            n = threshold
-        return min(n, budget)
-
-    def _victim(self, running: list[ReqState]) -> ReqState:
-        if self.mode == "priority":
-            return max(running, key=lambda r: (r.priority, r.arrival, r.arrival_order))
-        return running[-1]
+    # ------------------------------------------------------------------ one step
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         running = list(view.running)
+        stopped_at, preempted = self._running_pass(view, plan, running)
+        if stopped_at < len(running):
+            stopped_by = (
+                Reason.DEFERRED_AFTER_PREEMPTION if preempted else Reason.DEFERRED_TOKEN_BUDGET
+            )
+            for r in running[stopped_at:]:
+                if not plan.chosen(r):
+                    plan.defer(r, stopped_by)
+        if not view.waiting:
+            return
+        waiting = iter(self._waiting_order(view))
+        if preempted:  # a step that preempted admits nobody
+            self._explain_rest(plan, waiting, Reason.DEFERRED_AFTER_PREEMPTION)
+            return
+        self._waiting_pass(view, plan, len(running), waiting)
+
+    def _running_pass(
+        self, view: StateView, plan: PlanBuilder, running: list[ReqState]
+    ) -> tuple[int, bool]:
+        """Schedule running requests in list order; (index the pass stopped at, preempted?)."""
         preempted = False
         i = 0
         while i < len(running) and plan.tokens_left > 0:
@@ -80,56 +110,103 @@ class VllmV1Policy:
                 plan.defer(r, Reason.NOT_READY_REMOTE_KV)
                 i += 1
                 continue
-            n = self._new_tokens(r, view, plan.tokens_left)
+            n = self._new_tokens(r, view, plan.tokens_left, running=True)
             if n <= 0:
                 i += 1
                 continue
-            scheduled_self = True
+            placed = True
             while plan.free_blocks is not None and plan.kv_needed(r, n) > plan.free_blocks:
                 victim = self._victim(running)
-                at = running.index(victim)
-                running.pop(at)
-                if at < i:
+                scheduled_earlier = plan.chosen(victim)
+                running.remove(victim)
+                if scheduled_earlier:  # its tokens come back and the walk steps back one
                     i -= 1
                 plan.preempt(victim)
                 preempted = True
                 if victim is r:
-                    scheduled_self = False
+                    placed = False
                     break
-            if not scheduled_self:
+            if not placed:  # it preempted itself: nobody after it runs in this step
                 break
             reason = plan.take(r, n)
             if reason is not None:  # only the sequence budget can still refuse here
                 plan.defer(r, reason)
             i += 1
-        stopped_by = Reason.DEFERRED_AFTER_PREEMPTION if preempted else Reason.DEFERRED_TOKEN_BUDGET
-        for r in running[i:]:
-            if not plan.chosen(r):
-                plan.defer(r, stopped_by)
-        if preempted:
-            for r in view.waiting:
-                plan.defer(r, Reason.DEFERRED_AFTER_PREEMPTION)
-                break
-            return
-        n_running = len(running)
-        for r in self._waiting_order(view):
+        return i, preempted
+
+    def _waiting_pass(
+        self, view: StateView, plan: PlanBuilder, n_running: int, waiting: Iterable[ReqState]
+    ) -> None:
+        """Admit waiting requests in queue order until one cannot be admitted."""
+        rest = iter(waiting)
+        for r in rest:
             if plan.tokens_left <= 0:
-                plan.defer(r, Reason.DEFERRED_TOKEN_BUDGET)
-                break
-            if n_running >= view.budgets.sequence_budget:
-                plan.defer(r, Reason.DEFERRED_SEQUENCE_BUDGET)
-                break
-            if not r.ready:
+                stop: str = Reason.DEFERRED_TOKEN_BUDGET
+            elif n_running >= view.budgets.sequence_budget:
+                stop = Reason.DEFERRED_SEQUENCE_BUDGET
+            elif not r.ready:
                 plan.defer(r, Reason.NOT_READY_REMOTE_KV)
                 continue
-            n = self._new_tokens(r, view, plan.tokens_left)
-            reason = plan.take(r, n, admit=True)
-            if reason is not None:
-                plan.defer(r, reason)
-                break
-            n_running += 1
+            else:
+                n = self._new_tokens(r, view, plan.tokens_left, running=False)
+                refused = self._admit(r, n, view, plan)
+                if refused is None:
+                    n_running += 1
+                    continue
+                stop = refused
+            plan.defer(r, stop)
+            self._explain_rest(plan, rest, Reason.DEFERRED_BEHIND_QUEUE_HEAD)
+            return
 
-    def _waiting_order(self, view: StateView) -> Any:
+    # ------------------------------------------------------------------ the rules
+
+    def _new_tokens(self, r: ReqState, view: StateView, budget: int, *, running: bool) -> int:
+        """Tokens `r` asks for: its remaining stream, clamped by the threshold and the budget
+        (and, for a running request, by `max_model_len - 1 - c`)."""
+        n = r.p + r.e - r.c
+        threshold = view.budgets.long_prefill_token_threshold
+        if threshold is not None and 0 < threshold < n:
+            n = threshold
+        n = min(n, budget)
+        if running and self.max_model_len is not None:
+            n = min(n, self.max_model_len - 1 - r.c)
+        return n
+
+    def _admit(self, r: ReqState, n: int, view: StateView, plan: PlanBuilder) -> str | None:
+        """Admit a waiting request for `n` tokens, or say why not (the waiting pass stops)."""
+        bs = view.budgets.kv_block_size
+        if self.full_sequence_must_fit and bs is not None and plan.free_blocks is not None:
+            whole = r.p + r.e
+            if self.max_model_len is not None:
+                whole = min(whole, self.max_model_len)
+            if ceil_div(whole, bs) - r.blocks > plan.free_blocks:
+                return Reason.DEFERRED_KV_FULL_SEQUENCE
+        return plan.take(r, n, admit=True)
+
+    def _victim(self, running: list[ReqState]) -> ReqState:
+        if self.mode == "priority":  # the first of the largest (priority, arrival)
+            return max(running, key=lambda r: (r.priority, r.arrival, r.arrival_order))
+        return running[-1]
+
+    def _waiting_order(self, view: StateView) -> Iterable[ReqState]:
         if self.mode == "priority":
             return sorted(view.waiting, key=lambda r: (r.priority, r.arrival, r.arrival_order))
-        return iter(view.waiting)
+        return view.waiting
+
+    def _explain_rest(self, plan: PlanBuilder, rest: Iterable[ReqState], reason: str) -> None:
+        """Give `reason` to each waiting request left unvisited that ranks ahead of the worst
+        selected work (the contract asks a reason for every such request, none for others).
+
+        The walk ends at the first request that ranks behind it and could not be followed by
+        one that ranks ahead: in priority order that is any such request; in the FCFS queue one
+        never preempted (preempted requests sit at the front, the rest in arrival order)."""
+        if not plan.items:
+            return
+        worst = max(item.key for item in plan.items)
+        key_fn = plan.key_fn
+        fcfs = self.mode != "priority"
+        for r in rest:
+            if key_fn(r, r.phase_of(r.c + 1)) < worst:
+                plan.defer(r, reason)
+            elif not fcfs or r.preemptions == 0:
+                return

@@ -293,6 +293,7 @@ class Engine:
         slot_clock = self.slot_clock
         key_fn = self.key_fn
         horizon = self.horizon
+        preempt_only_steps = bool(getattr(self.policy, "preempt_only_is_a_step", False))
 
         live: LiveContract | None = None
         if self._contract is not None:
@@ -461,7 +462,8 @@ class Engine:
                 waiting.clear()
                 waiting.extend(kept)
 
-            if not plan.items:
+            # a plan that only preempts is one iteration for a policy that says so (vLLM)
+            if not plan.items and not (plan.preempted and preempt_only_steps):
                 if plan.preempted or plan.rejected:
                     continue
                 if ptr < n_pending:
@@ -499,6 +501,8 @@ class Engine:
             start = now
             if slot_clock:
                 dt = 1.0
+            elif not plan.items:
+                dt = 0.0  # a step that only preempted ran no model work
             else:
                 dec: list[int] = []
                 chunks: list[tuple[int, int]] = []
@@ -584,7 +588,9 @@ class Engine:
             if terminal:
                 running = [r for r in running if not r.terminal]
             if self.step_observer is not None:
-                self._observe_step(iteration, start, now, plan, terminal, left, free)
+                self._observe_step(
+                    iteration, start, now, plan, terminal, left, free, running, len(waiting)
+                )
 
             if done is not None:
                 res: Any = None
@@ -689,6 +695,8 @@ class Engine:
         terminal: list[tuple[ReqState, str]],
         left: int | None,
         free: int | None,
+        running: Sequence[ReqState] = (),
+        n_waiting: int = 0,
     ) -> None:
         from cbaudit.sim.step_trace import StepEvent
 
@@ -713,6 +721,9 @@ class Engine:
                 kv_blocks_left=left,
                 kv_blocks_free_end=free,
                 kv_total_blocks=self.budgets.kv_total_blocks if free is not None else None,
+                scheduled=tuple((item.req.rid, item.end - item.start) for item in plan.items),
+                running_after=tuple(r.rid for r in running),
+                waiting_after=n_waiting,
             )
         )
 

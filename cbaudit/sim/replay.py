@@ -16,10 +16,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError, Location
+from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError, Location, UsageError
 from cbaudit.policies.base import QueueName
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.engine import Engine, InitialView, ReplayRun, TraceSink, Validation
+from cbaudit.sim.engine_config import EngineConfig
 from cbaudit.sim.metrics import summarize
 from cbaudit.sim.workload import Workload
 
@@ -48,6 +49,8 @@ class ReplayOptions:
     # Preemption model (article 0x0C): empty = recompute; {mode: swap, link_bytes_per_ms, ...}
     # preserves K/V off-device (cbaudit.sim.preemption_swap).
     preemption: Mapping[str, Any] = field(default_factory=dict)
+    # A vLLM engine's arguments (`--engine-config`): budgets, vllm-v1 options, output limits.
+    engine_config: EngineConfig | None = None
 
     def describe(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}
@@ -57,6 +60,8 @@ class ReplayOptions:
             extra["goodput"] = dict(sorted(self.goodput.items()))
         if self.slo_window_ms is not None:
             extra["slo_window_ms"] = self.slo_window_ms
+        if self.engine_config is not None:
+            extra["engine_config"] = self.engine_config.to_json()
         return {
             **extra,
             "policy": self.policy,
@@ -69,6 +74,32 @@ class ReplayOptions:
             "windows": list(self.windows),
             "validation": self.validation.value,
         }
+
+
+def engine_policy_options(options: ReplayOptions) -> dict[str, Any]:
+    """vllm-v1's options under `options.engine_config`; UsageError when the replay's own
+    policy, options or budgets would contradict the engine it describes."""
+    cfg = options.engine_config
+    assert cfg is not None
+    if options.policy != "vllm-v1":
+        raise UsageError(
+            f"--engine-config describes a vLLM engine: it sets vllm-v1's options, not those of"
+            f" {options.policy!r} (give --policy vllm-v1, or set budgets with --budget)"
+        )
+    mapped = cfg.policy_options()
+    both = sorted(set(mapped) & set(options.policy_options))
+    if both:
+        raise UsageError(
+            f"--policy-option {', '.join(both)} contradicts --engine-config (which sets it);"
+            " change the engine configuration instead"
+        )
+    budgets = sorted(set(cfg.budgets()) & set(options.budgets))
+    if budgets:
+        raise UsageError(
+            f"--budget {', '.join(budgets)} contradicts --engine-config (which sets it);"
+            " change the engine configuration instead"
+        )
+    return {**mapped, **options.policy_options}
 
 
 def make_policy(
@@ -158,9 +189,13 @@ def run(
 
     `steps` > 0 records the first `steps` iterations (`step_trace`) into `run.extra["steps"]`.
     """
+    policy_options = dict(options.policy_options)
+    if options.engine_config is not None:
+        policy_options = engine_policy_options(options)
+        workload = options.engine_config.apply(workload)
     if options.budgets:
         workload = workload.with_budgets(options.budgets)
-    policy = make_policy(options.policy, options.policy_options, file=source)
+    policy = make_policy(options.policy, policy_options, file=source)
     cost = make_cost_model(options.cost_model, options.cost_options, file=source, base_dir=base_dir)
     evidence = getattr(cost, "evidence_class", EvidenceClass.SYNTHETIC)
     from cbaudit.sim.preemption_swap import make_preemption

@@ -277,7 +277,9 @@ def coordinates(
     policy = {
         "id": identity.policy_id,
         "version": identity.policy_version,
-        "options": dict(options.policy_options),
+        "options": core.engine_policy_options(options)
+        if options.engine_config is not None
+        else dict(options.policy_options),
         "tie_break": identity.tie_break.to_json(),
     }
     return {

@@ -35,6 +35,10 @@ class StepEvent:
     kv_blocks_left: int | None  # free after this step's admissions and allocations
     kv_blocks_free_end: int | None  # free after finished requests released theirs
     kv_total_blocks: int | None
+    # request id -> tokens, in the plan's order (for conform, which compares them with vLLM)
+    scheduled: tuple[tuple[str, int], ...] = ()
+    running_after: tuple[str, ...] = ()  # the running queue after this step, in its order
+    waiting_after: int = 0  # requests waiting after this step
 
 
 def _ms(value: Fraction | float) -> float:

@@ -1,8 +1,8 @@
 """The M5.2 bundle is self-contained: copied into an empty git repository it passes exactly as
 in place, run from that repository or from any other folder.
 
-The bundle holds the two files it binds that the repository also publishes (the vLLM pin
-manifest and the formula registry); the published copies must stay byte-identical.
+The bundles hold the files they bind that the repository also publishes (the vLLM pin
+manifests and the formula registry); the published copies must stay byte-identical.
 """
 
 from __future__ import annotations
@@ -16,13 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_paths import EVIDENCE, M52, REPO, SHARED
+from repo_paths import CONFORMANCE, EVIDENCE, M52, REPO, SHARED
 
 ARTICLE = SHARED / "seeds" / "000_723c321e7155665c.txt"
 
 #: bundle copy -> published copy (the bundle's is the evidence the gate binds).
 PUBLISHED = {
     M52 / "pins" / "vllm-v0.23.0.yaml": REPO / "pinned" / "vllm-v0.23.0.yaml",
+    CONFORMANCE / "pins" / "vllm-v0.23.0-scheduler-rules.yaml": REPO
+    / "pinned"
+    / "vllm-v0.23.0-scheduler-rules.yaml",
     M52 / "pins" / "formula_registry.yaml": REPO / "registry" / "formula_registry.yaml",
 }
 

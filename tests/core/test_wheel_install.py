@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from repo_paths import M52, REPO
+from repo_paths import CONFORMANCE, M52, REPO
 
 from cbaudit.cli.app import COMMANDS, load_command
 
@@ -107,10 +107,13 @@ def test_one_real_command_of_each_runs_from_the_plain_install(
         "  - {id: one, kind: plan_case, case: valid.case.json}\n"
     )
     reports = M52 / "compare" / "reports"
+    corpus = CONFORMANCE / "corpus"
     runs: list[list[str | Path]] = [
         ["validate-plan", M52 / "loop2" / "valid.case.json"],
         ["replay", M52 / "loop3" / "abc.workload.yaml", "--policy", "fifo"],
         ["replay", "--list-policies"],
+        ["conform", corpus / "null_block_exact.vllm-trace.jsonl",
+         "-w", corpus / "null_block_exact.workload.json"],
         ["mutate", M52 / "loop2" / "valid.case.json", "--operators", "plan.decision"],
         [
             "pin", "create", "--source", tree, "--file", "pkg/mod.py", "--marker", "pkg/mod.py:1",

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_paths import M52, REPO
+from repo_paths import CONFORMANCE, M52, REPO
 
 VALID_CASE = M52 / "loop2" / "valid.case.json"
 VALID_RESULTS = M52 / "bench" / "results-cpu-tiny.json"
 VALID_REPORT = M52 / "compare" / "reports" / "orca-seed1.json"
 VALID_FORMULAS = REPO / "registry" / "formula_registry.yaml"
+CONFORM_CORPUS = CONFORMANCE / "corpus"
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,29 @@ def _slots(tmp: Path) -> list[Slot]:
             ("gate", "{dir}", "-j", "1"),
             suffix="bundle.yaml",
             codes=(("missing", "GATE.NO_BUNDLE"),),
+        ),
+        Slot(
+            "conform TRACE",
+            ("conform", "{}", "--workload", str(CONFORM_CORPUS / "null_block_exact.workload.json")),
+            suffix=".jsonl",
+            codes=(("wrong-shape", "CONFORM.TRACE.KEY.UNKNOWN"),),
+        ),
+        Slot(
+            "conform --workload",
+            ("conform", str(CONFORM_CORPUS / "null_block_exact.vllm-trace.jsonl"), "-w", "{}"),
+            codes=(("wrong-shape", "CONFORM.WORKLOAD.KEY.UNKNOWN"),),
+        ),
+        Slot(
+            "replay --engine-config",
+            (
+                "replay",
+                str(M52 / "loop3" / "abc.workload.yaml"),
+                "--policy",
+                "vllm-v1",
+                "--engine-config",
+                "{}",
+            ),
+            codes=(("wrong-shape", "ENGINE_CONFIG.KEY.UNKNOWN"),),
         ),
     ]
 

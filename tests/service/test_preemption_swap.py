@@ -28,7 +28,7 @@ def _workload(unit: str = "tick") -> Any:
             "clock": clock,
             "policy": {
                 "policy_id": "vllm-v1",
-                "policy_version": "0.23.0-shape.1",
+                "policy_version": "0.23.0-rules.1",
                 "tie_break": {
                     "key": ["arrival_order", "request_id", "request_generation"],
                     "phase_order": ["DECODE_ROW", "PREFILL_CHUNK"],

@@ -213,11 +213,13 @@ def test_reprefill_before_the_first_token_is_not_debited_again() -> None:
 
     Each request is debited p + n - 1 rows in all, exactly as if it had never been preempted,
     and the record validator (cross_check) agrees with the live contract on every iteration.
+    Admission on the first chunk only (vLLM's `--no-scheduler-reserve-full-isl`) lets a
+    request in whose whole prompt does not fit, so it is preempted before its first token.
     """
     sink = _Published()
     run = Engine(
         _prefill_pressure(),
-        POLICIES.create("vllm-v1", {}),
+        POLICIES.create("vllm-v1", {"full_sequence_must_fit": False}),
         UnitCostModel(),
         validation=Validation.CONTRACT,
         trace=sink,
@@ -285,7 +287,8 @@ def test_a_preempting_replay_trace_validates_record_by_record(tmp_path: Any, cli
     wl = tmp_path / "wl.json"
     wl.write_text(json.dumps(_prefill_pressure().to_manifest(include_hidden=True)))
     trace = tmp_path / "t.jsonl"
-    assert cli("replay", wl, "--policy", "vllm-v1", "--trace-out", trace).code == 0
+    first_chunk = ("--policy-option", "full_sequence_must_fit=false")
+    assert cli("replay", wl, "--policy", "vllm-v1", *first_chunk, "--trace-out", trace).code == 0
     text = trace.read_text(encoding="utf-8")
     assert '"action":"preempt"' in text and '"rebuild_floor"' in text
     r = cli("validate-plan", "--trace", trace)
