@@ -25,11 +25,12 @@ policy, buggy policies and preemption under both validators and requires identic
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from itertools import chain
 from typing import Any, Protocol
 
 from cbaudit.contract.issues import Issue
+from cbaudit.contract.live_request import LiveRequest
 from cbaudit.contract.plan_contract import (
     TieBreakKey,
     budget_issues,
@@ -50,39 +51,6 @@ from cbaudit.contract.result_contract import progress_issues
 from cbaudit.contract.state_contract import view_issues
 
 
-class LiveRequest(Protocol):
-    """What the validator reads of one request generation (the engine's mutable view)."""
-
-    @property
-    def idx(self) -> int: ...  # dense index, unique per request in the workload
-    @property
-    def rid(self) -> str: ...
-    @property
-    def gen(self) -> int: ...
-    @property
-    def p(self) -> int: ...
-    @property
-    def e(self) -> int: ...
-    @property
-    def c(self) -> int: ...  # committed equals computed at every published cut
-    @property
-    def rebuild_floor(self) -> int | None: ...  # as published: e = 0 after a recompute only
-    @property
-    def snapshot(self) -> int: ...
-    @property
-    def ready(self) -> bool: ...
-    @property
-    def terminal(self) -> bool: ...
-    @property
-    def readiness_reason(self) -> str | None: ...
-    @property
-    def priority(self) -> int | None: ...
-    @property
-    def arrival_order(self) -> int | None: ...
-    @property
-    def queue(self) -> Any: ...  # the engine's queue value, mapped by `queues`
-
-
 class LiveItem(Protocol):
     """One selected interval [start, end) as the engine holds it."""
 
@@ -93,7 +61,7 @@ class LiveItem(Protocol):
     @property
     def end(self) -> int: ...
     @property
-    def phase(self) -> str: ...
+    def phase(self) -> Phase: ...
     @property
     def key(self) -> tuple[Any, ...]: ...
     @property
@@ -123,8 +91,8 @@ _DECODE = Phase.DECODE_ROW
 class LiveContract:
     """Incremental `check_state` + `check_plan` + `check_result` for one replay.
 
-    `queues` maps the engine's queue values of the published (live) queues to contract
-    queues; a request whose queue is not in it is not part of the cut. `unstated_reason` is
+    `published` are the queues a cut lists (by default the live ones, waiting and running); a
+    request in another queue, or in none yet, is not part of the cut. `unstated_reason` is
     the readiness reason the engine publishes for a not-ready request that names none (None:
     it publishes none). The engine calls
     `enter_waiting` when a request joins the waiting queue, `touch` when any other field of a
@@ -135,14 +103,14 @@ class LiveContract:
     def __init__(
         self,
         workload: WorkloadManifest,
-        queues: Mapping[Any, Queue],
+        published: Collection[Queue] = (Queue.WAITING, Queue.RUNNING),
         *,
         unstated_reason: str | None = None,
     ) -> None:
         self.workload = workload
         self._unstated = unstated_reason
-        self._queues = dict(queues)
-        self._waiting = {v for v, q in queues.items() if q is Queue.WAITING}
+        self._queues = frozenset(published)
+        self._waiting = self._queues & {Queue.WAITING}
         tie_break = workload.policy.tie_break
         self._key_fields = tie_break.key
         self._phase_order = tie_break.phase_order
@@ -327,8 +295,8 @@ class LiveContract:
         found: list[LiveRequest] = []
         probe: list[Issue] = []
         for r in touched:
-            queue = queues.get(r.queue)
-            if queue is None:
+            queue = r.queue
+            if queue is None or queue not in queues:
                 continue  # left the cut (finished, rejected): no longer published
             self._view(probe, r, queue, 0)
             if probe:
@@ -338,7 +306,8 @@ class LiveContract:
             return
         order = {r.idx: i for i, r in enumerate(chain(running, waiting))}
         for r in sorted(found, key=lambda r: order.get(r.idx, len(order))):
-            self._view(out, r, queues[r.queue], order.get(r.idx, len(order)))
+            assert r.queue is not None  # found holds published requests only
+            self._view(out, r, r.queue, order.get(r.idx, len(order)))
 
     def _view(self, out: list[Issue], r: LiveRequest, queue: Queue, index: int) -> None:
         """The state rules of `r`'s published view at position `index` of the cut."""

@@ -26,21 +26,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cbaudit.policies.base import (
-    DECODE_ROW,
-    PREFILL_CHUNK,
-    PlanBuilder,
-    ReqState,
-    StateView,
-    option,
-)
+from cbaudit.contract.live_request import LiveRequest
+from cbaudit.contract.records import Phase
+from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.budget import Reason
 
 
 class VllmV1Policy:
     policy_id = "vllm-v1"
     policy_version = "0.23.0-shape.1"
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
     exact_runtime_reproduction = False
 
     def __init__(self, options: Mapping[str, Any]) -> None:
@@ -58,14 +53,14 @@ class VllmV1Policy:
         else:
             self.tie_break_key = ("arrival_order", "request_id", "request_generation")
 
-    def _new_tokens(self, r: ReqState, view: StateView, budget: int) -> int:
+    def _new_tokens(self, r: LiveRequest, view: StateView, budget: int) -> int:
         n = r.p + r.e - r.c
         threshold = view.budgets.long_prefill_token_threshold
         if threshold is not None and 0 < threshold < n:
             n = threshold
         return min(n, budget)
 
-    def _victim(self, running: list[ReqState]) -> ReqState:
+    def _victim(self, running: list[LiveRequest]) -> LiveRequest:
         if self.mode == "priority":
             return max(running, key=lambda r: (r.priority, r.arrival, r.arrival_order))
         return running[-1]

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from cbaudit.contract.issues import Issue
 from cbaudit.contract.live import LiveContract
+from cbaudit.contract.live_request import LiveRequest
 from cbaudit.contract.records import (
     Phase,
     PolicyIdentity,
@@ -35,13 +36,10 @@ from cbaudit.contract.records import (
 )
 from cbaudit.model import InputError
 from cbaudit.policies.base import (
-    DECODE_ROW,
     BudgetsView,
     PlanBuilder,
     PlanItem,
     Policy,
-    QueueName,
-    ReqState,
     key_function,
 )
 from cbaudit.policies.budget import blocks_held
@@ -102,7 +100,7 @@ class ReplayRun:
 
     workload: Workload
     identity: PolicyIdentity
-    requests: list[ReqState]
+    requests: list[LiveRequest]
     stats: list[RequestStats]
     rows_per_iteration: list[int]  # selected request generations per iteration (index i -> i+1)
     tokens_per_iteration: list[int]
@@ -124,7 +122,7 @@ class InitialView:
 
     emitted: int
     computed: int
-    queue: QueueName
+    queue: Queue
     snapshot_version: int = 0
     ready: bool = True
     readiness_reason: str | None = None
@@ -150,8 +148,8 @@ class _View:
         iteration: int,
         now: float,
         budgets: BudgetsView,
-        running: Sequence[ReqState],
-        waiting: Sequence[ReqState],
+        running: Sequence[LiveRequest],
+        waiting: Sequence[LiveRequest],
         free_blocks: int | None,
     ) -> None:
         self.state_version = state_version
@@ -240,10 +238,10 @@ class Engine:
             b.long_prefill_token_threshold,
         )
         self.key_fn = key_function(policy.tie_break_key, policy.phase_order)
-        self.reqs: list[ReqState] = []
+        self.reqs: list[LiveRequest] = []
         self.realized: list[int] = []  # executor only: hidden truth, never shown to policies
         for i, d in enumerate(workload.requests):
-            r = ReqState(
+            r = LiveRequest(
                 i,
                 d.request_id,
                 d.request_generation,
@@ -273,8 +271,8 @@ class Engine:
         n = len(reqs)
         bs = self.budgets.kv_block_size
         free: int | None = self.budgets.kv_total_blocks if bs is not None else None
-        waiting: deque[ReqState] = deque()
-        running: list[ReqState] = []
+        waiting: deque[LiveRequest] = deque()
+        running: list[LiveRequest] = []
         stats = [RequestStats() for _ in reqs]
         rows: list[int] = []
         tokens_iter: list[int] = []
@@ -296,14 +294,10 @@ class Engine:
 
         live: LiveContract | None = None
         if self._contract is not None:
-            live = LiveContract(
-                self._contract,
-                {QueueName.WAITING: Queue.WAITING, QueueName.RUNNING: Queue.RUNNING},
-                unstated_reason=UNSTATED_REASON,
-            )
+            live = LiveContract(self._contract, unstated_reason=UNSTATED_REASON)
         cross_check = self.cross_check
 
-        def push_waiting(r: ReqState) -> None:
+        def push_waiting(r: LiveRequest) -> None:
             if live is not None:
                 live.enter_waiting(r)
 
@@ -312,13 +306,13 @@ class Engine:
             ptr = self._apply_initial(waiting, running, stats)
             if bs is not None and free is not None:
                 free -= sum(r.blocks for r in running)
-            finished = sum(1 for r in reqs if r.queue is QueueName.FINISHED)
+            finished = sum(1 for r in reqs if r.queue is Queue.FINISHED)
             for r in waiting:
                 push_waiting(r)
             if live is not None:
                 for r in running:
                     live.touch(r)
-        order = [r for r in reqs if r.queue is QueueName.PENDING]
+        order = [r for r in reqs if r.queue is None]
         n_pending = len(order)
         ptr = 0
 
@@ -342,7 +336,7 @@ class Engine:
         while finished < n:
             while ptr < n_pending and order[ptr].arrival <= now:
                 r = order[ptr]
-                r.queue = QueueName.WAITING
+                r.queue = Queue.WAITING
                 waiting.append(r)
                 push_waiting(r)
                 ptr += 1
@@ -443,7 +437,7 @@ class Engine:
                     free += victim.blocks
                 victim.blocks = 0
                 running.remove(victim)
-                victim.queue = QueueName.WAITING
+                victim.queue = Queue.WAITING
                 victim.snapshot += 1
                 waiting.appendleft(victim)
                 push_waiting(victim)
@@ -452,7 +446,7 @@ class Engine:
             for rej in plan.rejected:
                 rej.terminal = True
                 rej.ready = False
-                rej.queue = QueueName.FINISHED
+                rej.queue = Queue.FINISHED
                 stats[rej.idx].finish_reason = "rejected"
                 finished += 1
             if plan.rejected:
@@ -503,7 +497,7 @@ class Engine:
                 dec: list[int] = []
                 chunks: list[tuple[int, int]] = []
                 for item in plan.items:
-                    if item.phase == DECODE_ROW:
+                    if item.phase is Phase.DECODE_ROW:
                         dec.append(item.end)
                     else:
                         chunks.append((item.start, item.end))
@@ -516,7 +510,7 @@ class Engine:
             done: list[tuple[PlanItem, int, int]] | None = (
                 [] if (live is not None or trace is not None) else None
             )
-            terminal: list[tuple[ReqState, str]] = []
+            terminal: list[tuple[LiveRequest, str]] = []
             n_tokens = 0
             progressed = False
             for item in plan.items:
@@ -572,7 +566,7 @@ class Engine:
             left = free
             for r, why in terminal:
                 r.terminal = True
-                r.queue = QueueName.FINISHED
+                r.queue = Queue.FINISHED
                 r.ready = False
                 if free is not None:
                     free += r.blocks
@@ -641,7 +635,7 @@ class Engine:
 
     # ------------------------------------------------------------------ helpers
 
-    def _exceeding_pool(self, reqs: Sequence[ReqState]) -> list[EngineFinding]:
+    def _exceeding_pool(self, reqs: Sequence[LiveRequest]) -> list[EngineFinding]:
         """Requests whose rows can never fit the KV pool, even alone (they would cycle forever).
 
         A request emitting n tokens holds p + n - 1 computed rows when it computes its last
@@ -686,7 +680,7 @@ class Engine:
         start: float,
         end: float,
         plan: Any,
-        terminal: list[tuple[ReqState, str]],
+        terminal: list[tuple[LiveRequest, str]],
         left: int | None,
         free: int | None,
     ) -> None:
@@ -695,7 +689,7 @@ class Engine:
         dec: list[int] = []
         chunks: list[tuple[int, int]] = []
         for item in plan.items:
-            if item.phase == DECODE_ROW:
+            if item.phase is Phase.DECODE_ROW:
                 dec.append(item.end)
             else:
                 chunks.append((item.start, item.end))
@@ -717,7 +711,9 @@ class Engine:
         )
 
     @staticmethod
-    def _admit(admitted: list[ReqState], waiting: deque[ReqState], running: list[ReqState]) -> None:
+    def _admit(
+        admitted: list[LiveRequest], waiting: deque[LiveRequest], running: list[LiveRequest]
+    ) -> None:
         chosen = {r.idx for r in admitted}
         popped = 0
         while waiting and waiting[0].idx in chosen:
@@ -728,11 +724,11 @@ class Engine:
             waiting.clear()
             waiting.extend(rest)
         for r in admitted:
-            r.queue = QueueName.RUNNING
+            r.queue = Queue.RUNNING
             running.append(r)
 
     def _apply_initial(
-        self, waiting: deque[ReqState], running: list[ReqState], stats: list[RequestStats]
+        self, waiting: deque[LiveRequest], running: list[LiveRequest], stats: list[RequestStats]
     ) -> int:
         by_id = {r.rid: r for r in self.reqs}
         bs = self.budgets.kv_block_size
@@ -751,16 +747,16 @@ class Engine:
             r.readiness_reason = init.readiness_reason
             r.queue = init.queue
             r.last_served = init.last_served
-            if bs is not None and init.queue is QueueName.RUNNING:
+            if bs is not None and init.queue is Queue.RUNNING:
                 r.blocks = blocks_held(r.c, bs)
-            if init.queue is QueueName.FINISHED:
+            if init.queue is Queue.FINISHED:
                 r.terminal = True
                 r.ready = False
         for r in self.reqs:  # queue order follows the workload's arrival order
             if r.rid in self.initial:
-                if r.queue is QueueName.RUNNING:
+                if r.queue is Queue.RUNNING:
                     running.append(r)
-                elif r.queue is QueueName.WAITING:
+                elif r.queue is Queue.WAITING:
                     waiting.append(r)
         del stats
         return 0

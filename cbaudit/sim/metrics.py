@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
+from cbaudit.contract.live_request import LiveRequest
 from cbaudit.model import EvidenceClass
-from cbaudit.policies.base import ReqState
 from cbaudit.sim.engine import ReplayRun, RequestStats
 
 INSUFFICIENT = "insufficient_sample"
@@ -102,7 +102,7 @@ def occupancy(run: ReplayRun, horizon: int) -> dict[str, Any]:
 
 
 def request_times(
-    request: ReqState, stats: RequestStats
+    request: LiveRequest, stats: RequestStats
 ) -> tuple[float | None, float | None, float | None, float | None]:
     """One request's (queue delay, TTFT, E2E, TPOT) in clock units; None where undefined."""
     arrival = request.arrival
