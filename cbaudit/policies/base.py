@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Protocol
 
 from cbaudit.contract.live_request import LiveRequest
+from cbaudit.contract.plan_contract import phase_rank
 from cbaudit.contract.records import Phase
 from cbaudit.policies.budget import Reason, blocks_needed
 
@@ -92,6 +94,7 @@ class Plan:
 
 
 KeyFn = Callable[[LiveRequest, Phase], tuple[Any, ...]]
+_ITEM_KEY = attrgetter("key")
 
 
 @dataclass
@@ -199,8 +202,8 @@ class PlanBuilder:
         self.not_selected.append((req, str(reason)))
 
     def build(self) -> Plan:
-        items = sorted(self.items, key=lambda it: it.key)
-        tokens = sum(it.width for it in items)
+        items = sorted(self.items, key=_ITEM_KEY)
+        tokens = sum([it.end - it.start for it in items])
         return Plan(
             state_version=self.view.state_version,
             items=items,
@@ -229,35 +232,50 @@ class Policy(Protocol):
     def choose(self, view: StateView, plan: PlanBuilder) -> None: ...
 
 
+#: The request attribute behind each tie-break field other than phase_rank.
+_KEY_ATTRS = {
+    "priority_rank": "priority",
+    "arrival_order": "arrival_order",
+    "request_id": "rid",
+    "request_generation": "gen",
+}
+
+
 def key_function(tie_break_key: Sequence[str], phase_order: Sequence[Phase]) -> KeyFn:
     """The declared tie-break key as a function of a request view and derived phase.
 
-    An unlisted RECOMPUTE_CHUNK ranks like PREFILL_CHUNK (the contract's `phase_rank`).
+    phase_rank is the contract's (`plan_contract.phase_rank`: an unlisted RECOMPUTE_CHUNK ranks
+    like PREFILL_CHUNK, any other unlisted phase after every listed one). The
+    key is built once per plan item, so the usual shapes get a function without a loop: no
+    phase_rank (one C-level attribute getter), or phase_rank first and then request fields.
     """
-    rank: dict[Phase, int] = {Phase(name): i for i, name in enumerate(phase_order)}
-    unlisted = len(rank)
-    if _REBUILD not in rank and _PREFILL in rank:
-        rank[_REBUILD] = rank[_PREFILL]
-    getters: dict[str, Callable[[LiveRequest, Phase], Any]] = {
-        "phase_rank": lambda r, ph: rank.get(ph, unlisted),
-        "priority_rank": lambda r, ph: r.priority,
-        "arrival_order": lambda r, ph: r.arrival_order,
-        "request_id": lambda r, ph: r.rid,
-        "request_generation": lambda r, ph: r.gen,
-    }
-    fns = tuple(getters[name] for name in tie_break_key)
-    if tuple(tie_break_key) == (
-        "phase_rank",
-        "priority_rank",
-        "arrival_order",
-        "request_id",
-        "request_generation",
-    ):
-        d_rank = rank.get(_DECODE, unlisted)
-        p_rank = rank.get(_PREFILL, unlisted)
-        r_rank = rank.get(_REBUILD, p_rank)
+    key = tuple(tie_break_key)
+    unknown = [name for name in key if name != "phase_rank" and name not in _KEY_ATTRS]
+    if unknown:
+        raise KeyError(unknown[0])
+    order = tuple(Phase(name) for name in phase_order)
+    d_rank = phase_rank(order, _DECODE)  # the contract's rule, computed once per phase
+    p_rank = phase_rank(order, _PREFILL)
+    r_rank = phase_rank(order, _REBUILD)
+    if "phase_rank" not in key:
+        return _field_key(key)
+    rest = key[1:]
+    if key[0] != "phase_rank" or "phase_rank" in rest or not rest:
+        return _general_key(key, d_rank, p_rank, r_rank)
+    if rest == ("arrival_order", "request_id", "request_generation"):
 
-        def fast(r: LiveRequest, ph: Phase) -> tuple[Any, ...]:
+        def fcfs(r: LiveRequest, ph: Phase) -> tuple[Any, ...]:
+            return (
+                d_rank if ph is _DECODE else (r_rank if ph is _REBUILD else p_rank),
+                r.arrival_order,
+                r.rid,
+                r.gen,
+            )
+
+        return fcfs
+    if rest == ("priority_rank", "arrival_order", "request_id", "request_generation"):
+
+        def default(r: LiveRequest, ph: Phase) -> tuple[Any, ...]:
             return (
                 d_rank if ph is _DECODE else (r_rank if ph is _REBUILD else p_rank),
                 r.priority,
@@ -266,12 +284,48 @@ def key_function(tie_break_key: Sequence[str], phase_order: Sequence[Phase]) -> 
                 r.gen,
             )
 
-        return fast
+        return default
+    fields = _field_key(rest)
 
-    def key(r: LiveRequest, ph: Phase) -> tuple[Any, ...]:
+    def ranked(r: LiveRequest, ph: Phase) -> tuple[Any, ...]:
+        return (d_rank if ph is _DECODE else (r_rank if ph is _REBUILD else p_rank), *fields(r, ph))
+
+    return ranked
+
+
+def _field_key(key: tuple[str, ...]) -> KeyFn:
+    """A key of request fields only (no phase_rank)."""
+    if len(key) == 1:
+        attr = _KEY_ATTRS[key[0]]
+        return lambda r, ph: (getattr(r, attr),)
+    getter = attrgetter(*(_KEY_ATTRS[name] for name in key))
+    return lambda r, ph: getter(r)
+
+
+def _general_key(key: tuple[str, ...], d_rank: int, p_rank: int, r_rank: int) -> KeyFn:
+    """Any other key shape (phase_rank not first, or listed twice): one getter per field."""
+
+    def rank_of(r: LiveRequest, ph: Phase) -> int:
+        return d_rank if ph is _DECODE else (r_rank if ph is _REBUILD else p_rank)
+
+    getters: list[Callable[[LiveRequest, Phase], Any]] = []
+    for name in key:
+        if name == "phase_rank":
+            getters.append(rank_of)
+        else:
+            getters.append(_attr_getter(_KEY_ATTRS[name]))
+    fns = tuple(getters)
+
+    def general(r: LiveRequest, ph: Phase) -> tuple[Any, ...]:
         return tuple(f(r, ph) for f in fns)
 
-    return key
+    return general
+
+
+def _attr_getter(attr: str) -> Callable[[LiveRequest, Phase], Any]:
+    """A (request, phase) getter of one request attribute."""
+    get = attrgetter(attr)
+    return lambda r, ph: get(r)
 
 
 def option(options: Mapping[str, Any], name: str, default: Any, kind: type) -> Any:
