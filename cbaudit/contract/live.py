@@ -18,7 +18,8 @@ It returns the issues `check_state` + `check_plan` (and `check_result`) return f
 the engine would publish, in the same order. Record fields that the engine derives rather than
 chooses (workload and decision ids, policy identity, positions = range(start, end), ledger
 budgets, result items, output/terminal events and debits computed by the executor from the
-completed intervals) are not re-derived here; `tests/sim/test_live_validation.py` replays every
+completed intervals, the `completed_service` ledger it sums from those debits for declared
+clients) are not re-derived here; `tests/sim/test_live_validation.py` replays every
 policy, buggy policies and preemption under both validators and requires identical issues.
 """
 

@@ -100,7 +100,41 @@ def check_state(workload: WorkloadManifest, state: SchedulerState) -> list[Issue
             v.readiness_reason,
             v.rebuild_floor,
         )
+    _service_issues(out, workload, state)
     return out
+
+
+def _service_issues(out: list[Issue], workload: WorkloadManifest, state: SchedulerState) -> None:
+    """The completed-service ledger: present whenever a client is named, and only for clients
+    the workload or the state's views name (fairness debits advance it)."""
+    clients = {r.client for r in workload.requests if r.client is not None}
+    clients |= {v.client for v in state.requests if v.client is not None}
+    service = state.completed_service
+    if service is None:
+        if clients:
+            out.append(
+                Issue(
+                    "STATE.COMPLETED_SERVICE.MISSING",
+                    "state",
+                    "/completed_service",
+                    f"the workload names clients ({', '.join(sorted(clients))}) but the state"
+                    " publishes no completed_service, so no result's debits can be checked"
+                    " against it",
+                )
+            )
+        return
+    for client in sorted(service):
+        if client not in clients:
+            token = client.replace("~", "~0").replace("/", "~1")
+            out.append(
+                Issue(
+                    "STATE.COMPLETED_SERVICE.UNKNOWN_CLIENT",
+                    "state",
+                    f"/completed_service/{token}",
+                    f"completed_service counts {service[client]} tokens for {client!r}, a"
+                    " client no request of the workload or view of the state names",
+                )
+            )
 
 
 def _floor_issues(out: list[Issue], index: int, rid: str, p: int, e: int, floor: int) -> None:

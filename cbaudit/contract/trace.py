@@ -8,6 +8,7 @@ are only counted, so memory does not grow with the length of the trace.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -23,6 +24,7 @@ from cbaudit.contract.records import (
 )
 from cbaudit.contract.result_contract import check_result
 from cbaudit.contract.state_contract import check_state, check_workload
+from cbaudit.io.integers import float_integer_findings
 from cbaudit.io.loader import load_text
 from cbaudit.io.schemas import validate, validator_for_many
 from cbaudit.model import (
@@ -37,6 +39,10 @@ from cbaudit.model import (
 
 CHECK_NAME = "plan-contract-trace"
 DEFAULT_MAX_FINDINGS = 1000
+
+#: A digit followed by `.`, `e` or `E`: the line may hold a float literal (a cheap first test
+#: before the walk for integers written as floats; text inside strings only costs the walk).
+_FLOATISH = re.compile(rb"[0-9][.eE]")
 
 _SCHEMA_OF = {
     "workload": "workload-manifest",
@@ -121,6 +127,8 @@ def validate_trace(
                 if data_or_none is None:
                     continue
                 data = data_or_none
+            if _FLOATISH.search(raw) and _integer_floats(data, kind, name, lineno, sink):
+                continue
             if kind == "workload":
                 workload = WorkloadManifest.from_json(data)
                 state = plan = None
@@ -206,6 +214,17 @@ def _shape(
         loc = Location(file=name, pointer=f.location.pointer, line=lineno)
         sink.add(Finding(f.code, f.message, f.severity, loc), unusable=True)
     return None
+
+
+def _integer_floats(
+    data: dict[str, Any], kind: str, name: str, lineno: int, sink: _Collector
+) -> bool:
+    """Name every integer written as a float (`SCHEMA.INTEGER.FLOAT`); True when any is."""
+    found = float_integer_findings(data, _SCHEMA_OF[kind], file=name, pointer_prefix="/data")
+    for f in found:
+        loc = Location(file=name, pointer=f.location.pointer, line=lineno)
+        sink.add(Finding(f.code, f.message, f.severity, loc), unusable=True)
+    return bool(found)
 
 
 def _result(name: str, sink: _Collector, counts: Counter[str], lines: int) -> CheckResult:
