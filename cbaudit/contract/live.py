@@ -196,6 +196,22 @@ class LiveContract:
                     f" but the state is version {state_version}",
                 )
             )
+        seen, tokens, keys, worst = self._check_items(out, plan, state_version)
+        if len(keys) > 1:
+            out.extend(order_issues(keys))
+        self._check_budgets(out, plan, tokens, len(seen))
+        explained = self._check_not_selected(out, plan, seen, state_version)
+        if worst is not None:
+            self._check_skipped(out, plan, worst, running, waiting, seen, explained)
+        return out
+
+    def _check_items(
+        self, out: list[Issue], plan: LivePlan, state_version: int
+    ) -> tuple[set[int], int, list[tuple[int, TieBreakKey]], TieBreakKey | None]:
+        """Each selected item against its request's published view. Returns the selected
+        request indices, the tokens they use, the (index, declared key) of every item with
+        legal work and the largest such key; records each item's phase and frontiers for
+        `check_result`."""
         queues = self._queues
         seen: set[int] = set()
         tokens = 0
@@ -248,10 +264,12 @@ class LiveContract:
             keys.append((i, key))
             if worst is None or key > worst:
                 worst = key
-        if len(keys) > 1:
-            out.extend(order_issues(keys))
+        return seen, tokens, keys, worst
+
+    def _check_budgets(self, out: list[Issue], plan: LivePlan, tokens: int, seqs: int) -> None:
+        """The selected tokens and sequences against the budgets, and the plan's ledger."""
         budgets = self.workload.budgets
-        budget_issues(out, budgets.token_budget, budgets.sequence_budget, tokens, len(seen))
+        budget_issues(out, budgets.token_budget, budgets.sequence_budget, tokens, seqs)
         n_items = len(plan.items)
         if plan.tokens_used != tokens or plan.sequences_used != n_items:
             ledger_issues(
@@ -265,6 +283,13 @@ class LiveContract:
                 tokens,
                 n_items,
             )
+
+    def _check_not_selected(
+        self, out: list[Issue], plan: LivePlan, seen: set[int], state_version: int
+    ) -> set[int]:
+        """Each not-selected entry names a published request that is not selected; returns
+        the indices the plan explains."""
+        queues = self._queues
         explained: set[int] = set()
         for i, (r, _) in enumerate(plan.not_selected):
             explained.add(r.idx)
@@ -272,17 +297,29 @@ class LiveContract:
                 out.append(not_selected_issue(i, r.rid, True, state_version))
             elif r.queue not in queues:
                 out.append(not_selected_issue(i, r.rid, False, state_version))
-        if worst is not None:
-            skipped = self._skipped(worst, running, seen, explained)
-            if skipped:
-                pointer = "/not_selected" if plan.not_selected else ""
-                order = {r.idx: i for i, r in enumerate(chain(running, waiting))}
-                skipped.sort(key=lambda r: order.get(r.idx, len(order)))
-                for r in skipped:
-                    phase = derive_phase(r.p, r.e, r.c)
-                    assert phase is not None  # _ranked_below yields ranked requests only
-                    out.append(skipped_issue(r.rid, r.gen, self.key(r, phase), worst, pointer))
-        return out
+        return explained
+
+    def _check_skipped(
+        self,
+        out: list[Issue],
+        plan: LivePlan,
+        worst: TieBreakKey,
+        running: Sequence[LiveRequest],
+        waiting: Sequence[LiveRequest],
+        seen: set[int],
+        explained: set[int],
+    ) -> None:
+        """No ready request ranked ahead of selected work is left out without a reason."""
+        skipped = self._skipped(worst, running, seen, explained)
+        if not skipped:
+            return
+        pointer = "/not_selected" if plan.not_selected else ""
+        order = {r.idx: i for i, r in enumerate(chain(running, waiting))}
+        skipped.sort(key=lambda r: order.get(r.idx, len(order)))
+        for r in skipped:
+            phase = derive_phase(r.p, r.e, r.c)
+            assert phase is not None  # _skipped yields ranked requests only
+            out.append(skipped_issue(r.rid, r.gen, self.key(r, phase), worst, pointer))
 
     def _check_views(
         self,
