@@ -108,25 +108,31 @@ def check_state(workload: WorkloadManifest, state: SchedulerState) -> list[Issue
 
 def _service_issues(out: list[Issue], workload: WorkloadManifest, state: SchedulerState) -> None:
     """The completed-service ledger: present whenever a client is named, and only for clients
-    the workload or the state's views name (fairness debits advance it)."""
-    clients = {r.client for r in workload.requests if r.client is not None}
-    clients |= {v.client for v in state.requests if v.client is not None}
+    the workload or the state's views name (fairness debits advance it). The workload's
+    clients are known once per workload, so a state costs only a pass over its own views."""
     service = state.completed_service
+    declared = workload.clients
     if service is None:
-        if clients:
+        if declared or any(v.client is not None for v in state.requests):
+            named = sorted(declared | {v.client for v in state.requests if v.client is not None})
+            more = f", ... ({len(named)} in all)" if len(named) > 5 else ""
+            shown = ", ".join(named[:5]) + more
             out.append(
                 Issue(
                     "STATE.COMPLETED_SERVICE.MISSING",
                     "state",
                     "/completed_service",
-                    f"the workload names clients ({', '.join(sorted(clients))}) but the state"
-                    " publishes no completed_service, so no result's debits can be checked"
-                    " against it",
+                    f"the workload names clients ({shown}) but the state publishes no"
+                    " completed_service, so no result's debits can be checked against it",
                 )
             )
         return
-    for client in sorted(service):
-        if client not in clients:
+    unknown = [client for client in service if client not in declared]
+    if not unknown:
+        return
+    viewed = {v.client for v in state.requests if v.client is not None}
+    for client in sorted(unknown):
+        if client not in viewed:
             token = client.replace("~", "~0").replace("/", "~1")
             out.append(
                 Issue(

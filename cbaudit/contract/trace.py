@@ -8,7 +8,6 @@ are only counted, so memory does not grow with the length of the trace.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +25,7 @@ from cbaudit.contract.records import (
 from cbaudit.contract.result_contract import check_result
 from cbaudit.contract.state_contract import check_state, check_workload
 from cbaudit.io.integers import float_integer_findings
+from cbaudit.io.json_strict import FloatWatch
 from cbaudit.io.loader import load_text
 from cbaudit.io.schemas import validate, validator_for_many
 from cbaudit.model import (
@@ -40,10 +40,6 @@ from cbaudit.model import (
 
 CHECK_NAME = "plan-contract-trace"
 DEFAULT_MAX_FINDINGS = 1000
-
-#: A digit followed by `.`, `e` or `E`: the line may hold a float literal (a cheap first test
-#: before the walk for integers written as floats; text inside strings only costs the walk).
-_FLOATISH = re.compile(rb"[0-9][.eE]")
 
 _SCHEMA_OF = {
     "workload": "workload-manifest",
@@ -87,6 +83,7 @@ def validate_trace(
     if fh is None:
         return _result(name, sink, counts, 0)
     checker = _Checker(name, sink)
+    watch = FloatWatch()  # which lines held a float with a zero fraction (-0.0, 2.0)
     lineno = 0
     records = 0
     record_ok = validator_for_many("trace-record")
@@ -96,7 +93,8 @@ def validate_trace(
             if not raw.strip():
                 continue
             records += 1
-            obj = _parse_line(raw, name, lineno, sink)
+            watch.integral = False
+            obj = _parse_line(raw, name, lineno, sink, watch)
             if obj is None:
                 continue
             if not isinstance(obj, dict) or not record_ok(obj):
@@ -106,7 +104,7 @@ def validate_trace(
                 continue
             kind: str = obj["record"]
             counts[kind] += 1
-            data = _usable(obj["data"], kind, raw, shape_ok[kind], name, lineno, sink)
+            data = _usable(obj["data"], kind, watch.integral, shape_ok[kind], name, lineno, sink)
             if data is not None:
                 checker.check(kind, data, lineno)
     finally:
@@ -119,20 +117,21 @@ def validate_trace(
 def _usable(
     data: dict[str, Any],
     kind: str,
-    raw: bytes,
+    integral_floats: bool,
     shape_ok: Callable[[Any], bool],
     name: str,
     lineno: int,
     sink: _Collector,
 ) -> dict[str, Any] | None:
     """The record's data when the contract can read it: leaks named and removed, the schema
-    satisfied, no integer written as a float (None otherwise, with the findings recorded)."""
+    satisfied, no integer written as a float (None otherwise, with the findings recorded).
+    `integral_floats` says whether the line held any float with a zero fraction at all."""
     if not shape_ok(data):
         shaped = _shape(data, kind, name, lineno, sink)
         if shaped is None:
             return None
         data = shaped
-    if _FLOATISH.search(raw) and _integer_floats(data, kind, name, lineno, sink):
+    if integral_floats and _integer_floats(data, kind, name, lineno, sink):
         return None
     return data
 
@@ -209,11 +208,13 @@ def _open(path: Path | str, name: str, sink: _Collector) -> BinaryIO | None:
     return None
 
 
-def _parse_line(raw: bytes, name: str, lineno: int, sink: _Collector) -> Any:
+def _parse_line(raw: bytes, name: str, lineno: int, sink: _Collector, watch: FloatWatch) -> Any:
     """Parse one line with the strict loader (duplicates, NaN, depth...); None when broken."""
     try:
         text = raw.rstrip(b"\r\n")  # a truncated record ends on its own line, not the next
-        return load_text(text, name=name, fmt="json", expect=dict, line_offset=lineno - 1).data
+        return load_text(
+            text, name=name, fmt="json", expect=dict, line_offset=lineno - 1, watch=watch
+        ).data
     except InputError as err:
         for f in err.findings:
             loc = Location(

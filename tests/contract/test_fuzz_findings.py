@@ -151,3 +151,18 @@ def test_a_trace_with_float_times_passes(tmp_path: Path) -> None:
             r["data"]["monotonic_now"] = float(r["data"].get("monotonic_now", 0))
     result = validate_trace(_write(tmp_path / "t.jsonl", records))
     assert result.findings == () and result.status is not CheckStatus.ERROR
+
+
+def test_the_missing_ledger_message_stays_short() -> None:
+    """Many named clients (ten declared, two more by views): the first five, then a count."""
+    data = _case()
+    del data["state"]["completed_service"]
+    for i, r in enumerate(data["workload"]["requests"]):
+        r["client"] = f"client-{i}"
+    for i in range(7):
+        extra = dict(data["workload"]["requests"][0], request_id=f"extra-{i}", client=f"c{i}")
+        extra.pop("arrival_order", None)
+        data["workload"]["requests"].append(extra)
+    findings, _, _ = check_case_data(data)
+    [missing] = [f for f in findings if f.code == "STATE.COMPLETED_SERVICE.MISSING"]
+    assert "(c0, c1, c2, c3, c4, ... (12 in all))" in missing.message
