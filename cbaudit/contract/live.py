@@ -269,7 +269,8 @@ class LiveContract:
     def _check_budgets(self, out: list[Issue], plan: LivePlan, tokens: int, seqs: int) -> None:
         """The selected tokens and sequences against the budgets, and the plan's ledger."""
         budgets = self.workload.budgets
-        budget_issues(out, budgets.token_budget, budgets.sequence_budget, tokens, seqs)
+        if tokens > budgets.token_budget or seqs > budgets.sequence_budget:
+            budget_issues(out, budgets.token_budget, budgets.sequence_budget, tokens, seqs)
         n_items = len(plan.items)
         if plan.tokens_used != tokens or plan.sequences_used != n_items:
             ledger_issues(

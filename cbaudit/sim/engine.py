@@ -509,16 +509,14 @@ class Engine:
         found = live.check_plan(plan, self.version, self.running, self.waiting)
         if self.cross_check:
             found = self._cross_check(found, self._contract_plan(*self._records))
-        at = self.iteration + 1
-        issues = [EngineFinding(i.code, i.message, at, i.record) for i in found]
-        if self.free is not None:
-            over = self._kv_overcommit(plan, self.free)
-            if over is not None:
-                issues.append(over)
-        if not issues:
+        over = self._kv_overcommit(plan, self.free) if self.free is not None else None
+        if not found and over is None:
             return True
-        for finding in issues:
-            self._found(finding)
+        at = self.iteration + 1
+        for i in found:
+            self._found(EngineFinding(i.code, i.message, at, i.record))
+        if over is not None:
+            self._found(over)
         self.stop = "contract_violation"
         return False
 
