@@ -91,6 +91,7 @@ def build_records(n_decode: int = 16, n_prefill: int = 16) -> tuple[Any, Any, An
         "decision_id": 1,
         "state_version": 1,
         "requests": views,
+        "completed_service": {},  # clients are declared; none has completed service yet
     }
     selected = []
     for v in views[: n_decode + 4]:

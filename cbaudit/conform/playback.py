@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cbaudit.conform.inputs import Step
+from cbaudit.contract.live_request import LiveRequest
+from cbaudit.contract.records import Phase
 from cbaudit.model import InputError
-from cbaudit.policies.base import DECODE_ROW, PREFILL_CHUNK, PlanBuilder, ReqState, StateView
+from cbaudit.policies.base import PlanBuilder, StateView
 
 NOT_RECORDED = "NOT_SCHEDULED_IN_RECORD"
 
@@ -25,7 +27,7 @@ class RecordedDecisions:
 
     policy_id = "vllm-v0.23.0-recorded"
     policy_version = "0.23.0"
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
     preempt_only_is_a_step = True
 
     def __init__(self, steps: Iterator[Step], scheduling: str, source: str) -> None:
@@ -67,11 +69,11 @@ class RecordedDecisions:
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         step = self._step(view.iteration - 1)
-        live: dict[str, ReqState] = {r.rid: r for r in view.running}
+        live: dict[str, LiveRequest] = {r.rid: r for r in view.running}
         running = set(live)
         live.update((r.rid, r) for r in view.waiting)
 
-        def request(rid: str, what: str) -> ReqState:
+        def request(rid: str, what: str) -> LiveRequest:
             r = live.get(rid)
             if r is None:
                 raise self._error(

@@ -34,6 +34,12 @@ _CATALOG: dict[str, str] = {
     "STATE.TERMINAL.QUEUE": "terminal and the finished queue disagree",
     "STATE.TERMINAL.READY": "a terminal request is marked ready",
     "STATE.READY.REASON_MISSING": "a live request is not ready but gives no readiness reason",
+    "STATE.COMPLETED_SERVICE.MISSING": (
+        "the workload or a view names a client but the state publishes no completed_service"
+    ),
+    "STATE.COMPLETED_SERVICE.UNKNOWN_CLIENT": (
+        "completed_service counts service for a client no request or view names"
+    ),
     # plan: binding
     "PLAN.STATE_VERSION.MISMATCH": "the plan's input_state_version is not the state's version",
     "PLAN.DECISION.MISMATCH": "the plan's decision_id is not the state's decision_id",

@@ -18,18 +18,20 @@ It returns the issues `check_state` + `check_plan` (and `check_result`) return f
 the engine would publish, in the same order. Record fields that the engine derives rather than
 chooses (workload and decision ids, policy identity, positions = range(start, end), ledger
 budgets, result items, output/terminal events and debits computed by the executor from the
-completed intervals) are not re-derived here; `tests/sim/test_live_validation.py` replays every
+completed intervals, the `completed_service` ledger it sums from those debits for declared
+clients) are not re-derived here; `tests/sim/test_live_validation.py` replays every
 policy, buggy policies and preemption under both validators and requires identical issues.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from itertools import chain
 from typing import Any, Protocol
 
 from cbaudit.contract.issues import Issue
+from cbaudit.contract.live_request import LiveRequest
 from cbaudit.contract.plan_contract import (
     TieBreakKey,
     budget_issues,
@@ -50,39 +52,6 @@ from cbaudit.contract.result_contract import progress_issues
 from cbaudit.contract.state_contract import view_issues
 
 
-class LiveRequest(Protocol):
-    """What the validator reads of one request generation (the engine's mutable view)."""
-
-    @property
-    def idx(self) -> int: ...  # dense index, unique per request in the workload
-    @property
-    def rid(self) -> str: ...
-    @property
-    def gen(self) -> int: ...
-    @property
-    def p(self) -> int: ...
-    @property
-    def e(self) -> int: ...
-    @property
-    def c(self) -> int: ...  # committed equals computed at every published cut
-    @property
-    def rebuild_floor(self) -> int | None: ...  # as published: e = 0 after a recompute only
-    @property
-    def snapshot(self) -> int: ...
-    @property
-    def ready(self) -> bool: ...
-    @property
-    def terminal(self) -> bool: ...
-    @property
-    def readiness_reason(self) -> str | None: ...
-    @property
-    def priority(self) -> int | None: ...
-    @property
-    def arrival_order(self) -> int | None: ...
-    @property
-    def queue(self) -> Any: ...  # the engine's queue value, mapped by `queues`
-
-
 class LiveItem(Protocol):
     """One selected interval [start, end) as the engine holds it."""
 
@@ -93,7 +62,7 @@ class LiveItem(Protocol):
     @property
     def end(self) -> int: ...
     @property
-    def phase(self) -> str: ...
+    def phase(self) -> Phase: ...
     @property
     def key(self) -> tuple[Any, ...]: ...
     @property
@@ -123,8 +92,8 @@ _DECODE = Phase.DECODE_ROW
 class LiveContract:
     """Incremental `check_state` + `check_plan` + `check_result` for one replay.
 
-    `queues` maps the engine's queue values of the published (live) queues to contract
-    queues; a request whose queue is not in it is not part of the cut. `unstated_reason` is
+    `published` are the queues a cut lists (by default the live ones, waiting and running); a
+    request in another queue, or in none yet, is not part of the cut. `unstated_reason` is
     the readiness reason the engine publishes for a not-ready request that names none (None:
     it publishes none). The engine calls
     `enter_waiting` when a request joins the waiting queue, `touch` when any other field of a
@@ -135,14 +104,14 @@ class LiveContract:
     def __init__(
         self,
         workload: WorkloadManifest,
-        queues: Mapping[Any, Queue],
+        published: Collection[Queue] = (Queue.WAITING, Queue.RUNNING),
         *,
         unstated_reason: str | None = None,
     ) -> None:
         self.workload = workload
         self._unstated = unstated_reason
-        self._queues = dict(queues)
-        self._waiting = {v for v, q in queues.items() if q is Queue.WAITING}
+        self._queues = frozenset(published)
+        self._waiting = self._queues & {Queue.WAITING}
         tie_break = workload.policy.tie_break
         self._key_fields = tie_break.key
         self._phase_order = tie_break.phase_order
@@ -227,6 +196,22 @@ class LiveContract:
                     f" but the state is version {state_version}",
                 )
             )
+        seen, tokens, keys, worst = self._check_items(out, plan, state_version)
+        if len(keys) > 1:
+            out.extend(order_issues(keys))
+        self._check_budgets(out, plan, tokens, len(seen))
+        explained = self._check_not_selected(out, plan, seen, state_version)
+        if worst is not None:
+            self._check_skipped(out, plan, worst, running, waiting, seen, explained)
+        return out
+
+    def _check_items(
+        self, out: list[Issue], plan: LivePlan, state_version: int
+    ) -> tuple[set[int], int, list[tuple[int, TieBreakKey]], TieBreakKey | None]:
+        """Each selected item against its request's published view. Returns the selected
+        request indices, the tokens they use, the (index, declared key) of every item with
+        legal work and the largest such key; records each item's phase and frontiers for
+        `check_result`."""
         queues = self._queues
         seen: set[int] = set()
         tokens = 0
@@ -279,10 +264,13 @@ class LiveContract:
             keys.append((i, key))
             if worst is None or key > worst:
                 worst = key
-        if len(keys) > 1:
-            out.extend(order_issues(keys))
+        return seen, tokens, keys, worst
+
+    def _check_budgets(self, out: list[Issue], plan: LivePlan, tokens: int, seqs: int) -> None:
+        """The selected tokens and sequences against the budgets, and the plan's ledger."""
         budgets = self.workload.budgets
-        budget_issues(out, budgets.token_budget, budgets.sequence_budget, tokens, len(seen))
+        if tokens > budgets.token_budget or seqs > budgets.sequence_budget:
+            budget_issues(out, budgets.token_budget, budgets.sequence_budget, tokens, seqs)
         n_items = len(plan.items)
         if plan.tokens_used != tokens or plan.sequences_used != n_items:
             ledger_issues(
@@ -296,6 +284,13 @@ class LiveContract:
                 tokens,
                 n_items,
             )
+
+    def _check_not_selected(
+        self, out: list[Issue], plan: LivePlan, seen: set[int], state_version: int
+    ) -> set[int]:
+        """Each not-selected entry names a published request that is not selected; returns
+        the indices the plan explains."""
+        queues = self._queues
         explained: set[int] = set()
         for i, (r, _) in enumerate(plan.not_selected):
             explained.add(r.idx)
@@ -303,17 +298,29 @@ class LiveContract:
                 out.append(not_selected_issue(i, r.rid, True, state_version))
             elif r.queue not in queues:
                 out.append(not_selected_issue(i, r.rid, False, state_version))
-        if worst is not None:
-            skipped = self._skipped(worst, running, seen, explained)
-            if skipped:
-                pointer = "/not_selected" if plan.not_selected else ""
-                order = {r.idx: i for i, r in enumerate(chain(running, waiting))}
-                skipped.sort(key=lambda r: order.get(r.idx, len(order)))
-                for r in skipped:
-                    phase = derive_phase(r.p, r.e, r.c)
-                    assert phase is not None  # _ranked_below yields ranked requests only
-                    out.append(skipped_issue(r.rid, r.gen, self.key(r, phase), worst, pointer))
-        return out
+        return explained
+
+    def _check_skipped(
+        self,
+        out: list[Issue],
+        plan: LivePlan,
+        worst: TieBreakKey,
+        running: Sequence[LiveRequest],
+        waiting: Sequence[LiveRequest],
+        seen: set[int],
+        explained: set[int],
+    ) -> None:
+        """No ready request ranked ahead of selected work is left out without a reason."""
+        skipped = self._skipped(worst, running, seen, explained)
+        if not skipped:
+            return
+        pointer = "/not_selected" if plan.not_selected else ""
+        order = {r.idx: i for i, r in enumerate(chain(running, waiting))}
+        skipped.sort(key=lambda r: order.get(r.idx, len(order)))
+        for r in skipped:
+            phase = derive_phase(r.p, r.e, r.c)
+            assert phase is not None  # _skipped yields ranked requests only
+            out.append(skipped_issue(r.rid, r.gen, self.key(r, phase), worst, pointer))
 
     def _check_views(
         self,
@@ -327,8 +334,8 @@ class LiveContract:
         found: list[LiveRequest] = []
         probe: list[Issue] = []
         for r in touched:
-            queue = queues.get(r.queue)
-            if queue is None:
+            queue = r.queue
+            if queue is None or queue not in queues:
                 continue  # left the cut (finished, rejected): no longer published
             self._view(probe, r, queue, 0)
             if probe:
@@ -338,7 +345,8 @@ class LiveContract:
             return
         order = {r.idx: i for i, r in enumerate(chain(running, waiting))}
         for r in sorted(found, key=lambda r: order.get(r.idx, len(order))):
-            self._view(out, r, queues[r.queue], order.get(r.idx, len(order)))
+            assert r.queue is not None  # found holds published requests only
+            self._view(out, r, r.queue, order.get(r.idx, len(order)))
 
     def _view(self, out: list[Issue], r: LiveRequest, queue: Queue, index: int) -> None:
         """The state rules of `r`'s published view at position `index` of the cut."""

@@ -126,6 +126,31 @@ def check_plan(
     """
     if ranks is None:
         ranks = rank_views(workload, state)
+    out = _binding_issues(workload, state, plan)
+    selected_ids, tokens, keys = _selected_issues(out, state, plan, ranks)
+    out.extend(order_issues(keys))
+    budgets = workload.budgets
+    ledger = plan.budget_ledger
+    budget_issues(out, budgets.token_budget, budgets.sequence_budget, tokens, len(selected_ids))
+    ledger_issues(
+        out,
+        budgets.token_budget,
+        budgets.sequence_budget,
+        ledger.token_budget,
+        ledger.sequence_budget,
+        ledger.tokens_used,
+        ledger.sequences_used,
+        tokens,
+        len(plan.selected),
+    )
+    out.extend(_check_not_selected(state, plan, selected_ids, keys, ranks))
+    return out
+
+
+def _binding_issues(
+    workload: WorkloadManifest, state: SchedulerState, plan: IterationPlan
+) -> list[Issue]:
+    """The plan answers this state's version and decision, for the declared policy."""
     out: list[Issue] = []
     if plan.input_state_version != state.state_version:
         out.append(
@@ -167,7 +192,17 @@ def check_plan(
                 f" {policy.policy_version!r}",
             )
         )
+    return out
 
+
+def _selected_issues(
+    out: list[Issue],
+    state: SchedulerState,
+    plan: IterationPlan,
+    ranks: Mapping[str, TieBreakKey],
+) -> tuple[set[str], int, list[tuple[int, TieBreakKey]]]:
+    """Each selected item against its view; returns the selected ids, the tokens they use and
+    the (index, declared key) of every item with legal work."""
     selected_ids: set[str] = set()
     tokens = 0
     keys: list[tuple[int, TieBreakKey]] = []
@@ -218,24 +253,7 @@ def check_plan(
         if w.tie_break_key != key:
             out.append(forged_key_issue(i, rid, w.tie_break_key, key))
         keys.append((i, key))
-
-    out.extend(order_issues(keys))
-    budgets = workload.budgets
-    ledger = plan.budget_ledger
-    budget_issues(out, budgets.token_budget, budgets.sequence_budget, tokens, len(selected_ids))
-    ledger_issues(
-        out,
-        budgets.token_budget,
-        budgets.sequence_budget,
-        ledger.token_budget,
-        ledger.sequence_budget,
-        ledger.tokens_used,
-        ledger.sequences_used,
-        tokens,
-        len(plan.selected),
-    )
-    out.extend(_check_not_selected(state, plan, selected_ids, keys, ranks))
-    return out
+    return selected_ids, tokens, keys
 
 
 # --------------------------------------------------------------------------- rule kernels
@@ -283,12 +301,13 @@ def forged_key_issue(index: int, rid: str, recorded: TieBreakKey, key: TieBreakK
 def _positions_are(positions: tuple[int, ...], start: int, end: int) -> bool:
     """Whether `positions` is exactly range(start, end), in time linear in the input.
 
-    Never materialises the range: an interval such as [0, 10**15) in a hostile plan must be
-    a finding, not a memory error.
+    The range is built only once its length is known to equal the input's: an interval such
+    as [0, 10**15) in a hostile plan must be a finding, not a memory error. Then one tuple
+    comparison (C speed) checks every position.
     """
     if len(positions) != max(end - start, 0):
         return False
-    return all(p == start + j for j, p in enumerate(positions))
+    return positions == tuple(range(start, end))
 
 
 def work_item_issues(
@@ -312,114 +331,131 @@ def work_item_issues(
     """The rules binding selected interval [start, end) (annotated `annotated`, bound to
     `generation` / `snapshot`) to the state's view of its request (generation, snapshot,
     readiness, frontiers p, e, c). Appends to `out`; returns the derived phase, None when the
-    frontiers admit no legal interval."""
+    frontiers admit no legal interval. The checks are inline (this runs for every selected
+    item of every replayed iteration); the issues are built out of line, only when found."""
     if generation != view_generation:
-        out.append(
-            Issue(
-                "PLAN.GENERATION.STALE",
-                "plan",
-                f"/selected/{index}/request_generation",
-                f"{rid}: plan binds generation {generation}, the state holds"
-                f" generation {view_generation}",
-            )
-        )
+        out.append(_stale_generation(index, rid, generation, view_generation))
     if snapshot != view_snapshot:
-        out.append(
-            Issue(
-                "PLAN.SNAPSHOT.STALE",
-                "plan",
-                f"/selected/{index}/snapshot_version",
-                f"{rid}: plan binds snapshot {snapshot}, the state holds snapshot {view_snapshot}",
-            )
-        )
-    if terminal:
-        out.append(
-            Issue(
-                "PLAN.REQUEST.TERMINAL",
-                "plan",
-                f"/selected/{index}/request_id",
-                f"{rid}:{view_generation} is terminal",
-            )
-        )
-    elif not ready:
-        reason = f" ({readiness_reason})" if readiness_reason else ""
-        out.append(
-            Issue(
-                "PLAN.REQUEST.NOT_READY",
-                "plan",
-                f"/selected/{index}/request_id",
-                f"{rid} is not ready{reason}",
-            )
-        )
+        out.append(_stale_snapshot(index, rid, snapshot, view_snapshot))
+    if terminal or not ready:
+        out.append(_not_selectable(index, rid, view_generation, terminal, readiness_reason))
     phase = derive_phase(p, e, c)
     if phase is None:
-        out.append(
-            Issue(
-                "PLAN.INTERVAL.NO_LEGAL_WORK",
-                "plan",
-                f"/selected/{index}",
-                f"{rid}: frontiers p={p} e={e} c={c} admit no legal interval",
-            )
-        )
+        out.append(_no_legal_work(index, rid, p, e, c))
         return None
-    if start < c:
-        out.append(
-            Issue(
-                "PLAN.INTERVAL.BEFORE_FRONTIER",
-                "plan",
-                f"/selected/{index}/start",
-                f"{rid}: interval starts at {start}, before the computed frontier {c}",
-            )
-        )
-    elif start > c:
-        out.append(
-            Issue(
-                "PLAN.INTERVAL.AFTER_FRONTIER",
-                "plan",
-                f"/selected/{index}/start",
-                f"{rid}: interval starts at {start}, leaving a gap after the computed frontier {c}",
-            )
-        )
+    if start != c:
+        out.append(_off_frontier(index, rid, start, c))
     if annotated != phase:
-        out.append(
-            Issue(
-                "PLAN.PHASE.FORGED",
-                "plan",
-                f"/selected/{index}/phase",
-                f"{rid}: annotated {annotated!s}, but its frontiers derive {phase.value}",
-            )
-        )
+        out.append(_forged_phase(index, rid, annotated, phase))
     if phase is _PREFILL:
         if end > p:
-            out.append(
-                Issue(
-                    "PLAN.INTERVAL.BEYOND_PROMPT",
-                    "plan",
-                    f"/selected/{index}/end",
-                    f"{rid}: prefill ends at {end}, beyond the prompt of {p} tokens",
-                )
-            )
+            out.append(_beyond_prompt(index, rid, end, p))
     elif phase is _REBUILD:
         if end > p + e:
-            out.append(
-                Issue(
-                    "PLAN.RECOMPUTE.BEYOND_STREAM",
-                    "plan",
-                    f"/selected/{index}/end",
-                    f"{rid}: rebuild ends at {end}, beyond the logical stream p + e ="
-                    f" {p} + {e} = {p + e}",
-                )
-            )
+            out.append(_beyond_stream(index, rid, end, p, e))
     elif end - start > 1:
-        out.append(
-            Issue(
-                "PLAN.DECODE.MULTI_ROW",
-                "plan",
-                f"/selected/{index}/end",
-                f"{rid}: ordinary decode is exactly one row [{c}, {c + 1}), not [{start}, {end})",
-            )
-        )
+        out.append(_multi_row_decode(index, rid, start, end, c))
     return phase
+
+
+def _stale_generation(index: int, rid: str, generation: int, view_generation: int) -> Issue:
+    return Issue(
+        "PLAN.GENERATION.STALE",
+        "plan",
+        f"/selected/{index}/request_generation",
+        f"{rid}: plan binds generation {generation}, the state holds generation {view_generation}",
+    )
+
+
+def _stale_snapshot(index: int, rid: str, snapshot: int, view_snapshot: int) -> Issue:
+    return Issue(
+        "PLAN.SNAPSHOT.STALE",
+        "plan",
+        f"/selected/{index}/snapshot_version",
+        f"{rid}: plan binds snapshot {snapshot}, the state holds snapshot {view_snapshot}",
+    )
+
+
+def _not_selectable(
+    index: int, rid: str, view_generation: int, terminal: bool, readiness_reason: str | None
+) -> Issue:
+    """A selected request that is terminal, or else not ready."""
+    if terminal:
+        return Issue(
+            "PLAN.REQUEST.TERMINAL",
+            "plan",
+            f"/selected/{index}/request_id",
+            f"{rid}:{view_generation} is terminal",
+        )
+    reason = f" ({readiness_reason})" if readiness_reason else ""
+    return Issue(
+        "PLAN.REQUEST.NOT_READY",
+        "plan",
+        f"/selected/{index}/request_id",
+        f"{rid} is not ready{reason}",
+    )
+
+
+def _no_legal_work(index: int, rid: str, p: int, e: int, c: int) -> Issue:
+    return Issue(
+        "PLAN.INTERVAL.NO_LEGAL_WORK",
+        "plan",
+        f"/selected/{index}",
+        f"{rid}: frontiers p={p} e={e} c={c} admit no legal interval",
+    )
+
+
+def _off_frontier(index: int, rid: str, start: int, c: int) -> Issue:
+    """An interval that does not start at the computed frontier."""
+    if start < c:
+        return Issue(
+            "PLAN.INTERVAL.BEFORE_FRONTIER",
+            "plan",
+            f"/selected/{index}/start",
+            f"{rid}: interval starts at {start}, before the computed frontier {c}",
+        )
+    return Issue(
+        "PLAN.INTERVAL.AFTER_FRONTIER",
+        "plan",
+        f"/selected/{index}/start",
+        f"{rid}: interval starts at {start}, leaving a gap after the computed frontier {c}",
+    )
+
+
+def _forged_phase(index: int, rid: str, annotated: str, phase: Phase) -> Issue:
+    return Issue(
+        "PLAN.PHASE.FORGED",
+        "plan",
+        f"/selected/{index}/phase",
+        f"{rid}: annotated {annotated!s}, but its frontiers derive {phase.value}",
+    )
+
+
+def _beyond_prompt(index: int, rid: str, end: int, p: int) -> Issue:
+    return Issue(
+        "PLAN.INTERVAL.BEYOND_PROMPT",
+        "plan",
+        f"/selected/{index}/end",
+        f"{rid}: prefill ends at {end}, beyond the prompt of {p} tokens",
+    )
+
+
+def _beyond_stream(index: int, rid: str, end: int, p: int, e: int) -> Issue:
+    return Issue(
+        "PLAN.RECOMPUTE.BEYOND_STREAM",
+        "plan",
+        f"/selected/{index}/end",
+        f"{rid}: rebuild ends at {end}, beyond the logical stream p + e = {p} + {e} = {p + e}",
+    )
+
+
+def _multi_row_decode(index: int, rid: str, start: int, end: int, c: int) -> Issue:
+    return Issue(
+        "PLAN.DECODE.MULTI_ROW",
+        "plan",
+        f"/selected/{index}/end",
+        f"{rid}: ordinary decode is exactly one row [{c}, {c + 1}), not [{start}, {end})",
+    )
 
 
 def order_issues(keys: Sequence[tuple[int, TieBreakKey]]) -> list[Issue]:

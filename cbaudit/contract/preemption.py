@@ -342,42 +342,105 @@ def derive_resume(
     *,
     pointer: str = "",
 ) -> Derivation:
-    """Derive the resume outcome and ticket (article 0x0C's `derive_resume_ticket`)."""
-    issues: list[Issue] = []
-    key = intent.binding
-    current_identity = snapshot.binding
-    cancelled = snapshot.lifecycle is Lifecycle.CANCELLED
-    intent_current = not cancelled and not key.differences(current_identity)
+    """Derive the resume outcome and ticket (article 0x0C's `derive_resume_ticket`).
 
-    epochs = [*snapshot.prior_epochs, current_identity.suspension_epoch]
-    if any(b <= a for a, b in pairwise(epochs)):
-        issues.append(
-            _issue(
-                "PREEMPT.EPOCH.NOT_MONOTONE",
-                f"{pointer}/request/prior_epochs",
-                f"suspension epochs {epochs} are not strictly increasing",
-            )
-        )
-    t_target = intent.semantic_target_tokens
-    if t_target != snapshot.frozen_frontier or snapshot.computed_tokens != t_target:
-        issues.append(
+    In order: the frontiers and epochs are checked; the receipts are sorted into current,
+    stale and wrong-owner ones; a cancelled or superseded intent, or an abort, ends there;
+    then the readiness conjunction (release, allocation, placement, promotion, layers) and
+    the exact ready rows decide between blocked, pending and resumable.
+    """
+    d = _Resume(snapshot, intent, pointer)
+    d.check_frontiers()
+    d.sort_receipts(receipts)
+    if d.cancelled or not d.intent_current:
+        return d.result(Outcome.CANCELLED, ["successor generation published"])
+    if intent.mode is Mode.ABORT:
+        return d.result(Outcome.ABORTED, ["abort intent"])
+    waiting, matched = d.readiness()
+    rows = d.ready_rows(waiting, matched)
+    if isinstance(rows, Derivation):
+        return rows
+    if rows > d.t_target:
+        d.issues.append(
             _issue(
                 "RESUME.FRONTIER.INVALID",
-                f"{pointer}/intent/semantic_target_tokens",
-                f"T_target {t_target} is not the frozen frontier: p={snapshot.prompt_tokens},"
-                f" e={snapshot.emitted_tokens}, c={snapshot.computed_tokens} give"
-                f" {snapshot.frozen_frontier}",
+                f"{pointer}/receipts",
+                f"T_ready {rows} exceeds T_target {d.t_target}: exact rows beyond the frozen"
+                " semantic state",
             )
         )
+        return d.result(Outcome.BLOCKED, ["T_ready beyond T_target"], rows)
+    if waiting:
+        return d.result(Outcome.PENDING, waiting, rows)
+    return d.resumable(rows, matched)
 
-    stale: list[tuple[str, tuple[str, ...]]] = []
-    wrong_owner: list[str] = []
-    current: dict[str, list[Receipt]] = {}
-    for i, rc in enumerate(receipts):
-        rp = f"{pointer}/receipts/{i}"
+
+class _Resume:
+    """One derivation in progress: the intent's binding, the receipts sorted by whether they
+    count, and the issues found on the way."""
+
+    def __init__(self, snapshot: RequestSnapshot, intent: PreemptionIntent, pointer: str) -> None:
+        self.snapshot = snapshot
+        self.intent = intent
+        self.pointer = pointer
+        self.issues: list[Issue] = []
+        self.key = intent.binding
+        self.identity = snapshot.binding
+        self.cancelled = snapshot.lifecycle is Lifecycle.CANCELLED
+        self.intent_current = not self.cancelled and not self.key.differences(self.identity)
+        self.t_target = intent.semantic_target_tokens
+        self.stale: list[tuple[str, tuple[str, ...]]] = []
+        self.wrong_owner: list[str] = []
+        self.current: dict[str, list[Receipt]] = {}
+        self.capacity = 0
+
+    def check_frontiers(self) -> None:
+        """Suspension epochs strictly increase; T_target is the frozen frontier."""
+        snapshot = self.snapshot
+        epochs = [*snapshot.prior_epochs, self.identity.suspension_epoch]
+        if any(b <= a for a, b in pairwise(epochs)):
+            self.issues.append(
+                _issue(
+                    "PREEMPT.EPOCH.NOT_MONOTONE",
+                    f"{self.pointer}/request/prior_epochs",
+                    f"suspension epochs {epochs} are not strictly increasing",
+                )
+            )
+        t_target = self.t_target
+        if t_target != snapshot.frozen_frontier or snapshot.computed_tokens != t_target:
+            self.issues.append(
+                _issue(
+                    "RESUME.FRONTIER.INVALID",
+                    f"{self.pointer}/intent/semantic_target_tokens",
+                    f"T_target {t_target} is not the frozen frontier: p={snapshot.prompt_tokens},"
+                    f" e={snapshot.emitted_tokens}, c={snapshot.computed_tokens} give"
+                    f" {snapshot.frozen_frontier}",
+                )
+            )
+
+    def sort_receipts(self, receipts: Sequence[Receipt]) -> None:
+        """Wrong-owner receipts never count, stale ones (another binding) neither; the rest
+        are current, by kind. A READY release publishes its reclaimed capacity."""
+        for i, rc in enumerate(receipts):
+            if not self._owned(f"{self.pointer}/receipts/{i}", rc):
+                continue
+            diff = self.key.differences(rc.binding)
+            if not self.intent_current:
+                diff = sorted(set(diff) | set(rc.binding.differences(self.identity)))
+                diff = diff or ["generation"]
+            if diff:
+                self.stale.append((rc.receipt_id, tuple(diff)))
+                continue
+            self.current.setdefault(rc.kind, []).append(rc)
+        release = self.ready("release")
+        self.capacity = (release.reclaimed_bytes or 0) if release is not None else 0
+
+    def _owned(self, rp: str, rc: Receipt) -> bool:
+        """The receipt's owner publishes its kind (else WRONG_OWNER, and it does not count);
+        a receipt that is not READY claims no capacity or ready rows."""
         if OWNERS.get(rc.kind) != rc.owner:
-            wrong_owner.append(rc.receipt_id)
-            issues.append(
+            self.wrong_owner.append(rc.receipt_id)
+            self.issues.append(
                 _issue(
                     "PREEMPT.RECEIPT.WRONG_OWNER",
                     f"{rp}/owner",
@@ -385,9 +448,9 @@ def derive_resume(
                     f" only {OWNERS.get(rc.kind)} publishes {rc.kind} facts",
                 )
             )
-            continue
+            return False
         if rc.kind == "release" and rc.status is not Status.READY and rc.reclaimed_bytes:
-            issues.append(
+            self.issues.append(
                 _issue(
                     "PREEMPT.CAPACITY.PENDING",
                     f"{rp}/reclaimed_bytes",
@@ -395,12 +458,9 @@ def derive_resume(
                     f" {rc.reclaimed_bytes} reclaimed bytes",
                 )
             )
-        if (
-            rc.kind == "preservation"
-            and rc.status is Status.FAILED
-            and rc.exact_ready_prefix_tokens
-        ):
-            issues.append(
+        failed = rc.status is Status.FAILED
+        if rc.kind == "preservation" and failed and rc.exact_ready_prefix_tokens:
+            self.issues.append(
                 _issue(
                     "PREEMPT.RECEIPT.FAILED_READY",
                     f"{rp}/exact_ready_prefix_tokens",
@@ -408,131 +468,114 @@ def derive_resume(
                     f" {rc.exact_ready_prefix_tokens} ready rows",
                 )
             )
-        diff = key.differences(rc.binding)
-        if not intent_current:
-            diff = sorted(set(diff) | set(rc.binding.differences(current_identity)))
-            diff = diff or ["generation"]
-        if diff:
-            stale.append((rc.receipt_id, tuple(diff)))
-            continue
-        current.setdefault(rc.kind, []).append(rc)
+        return True
 
-    def ready(kind: str) -> Receipt | None:
-        for rc in current.get(kind, ()):
+    def ready(self, kind: str) -> Receipt | None:
+        """The first current READY receipt of `kind`."""
+        for rc in self.current.get(kind, ()):
             if rc.status is Status.READY:
                 return rc
         return None
 
-    release = ready("release")
-    capacity = (release.reclaimed_bytes or 0) if release is not None else 0
-
-    def result(outcome: Outcome, waiting: list[str], t_ready: int | None = None) -> Derivation:
+    def result(
+        self, outcome: Outcome, waiting: list[str], t_ready: int | None = None
+    ) -> Derivation:
+        """A derivation without a ticket."""
         return Derivation(
             outcome,
             None,
-            tuple(stale),
-            tuple(wrong_owner),
-            capacity if outcome is not Outcome.CANCELLED else 0,
+            tuple(self.stale),
+            tuple(self.wrong_owner),
+            self.capacity if outcome is not Outcome.CANCELLED else 0,
+            t_ready,
+            self.t_target,
+            tuple(waiting),
+            tuple(self.issues),
+        )
+
+    def readiness(self) -> tuple[list[str], list[Receipt]]:
+        """The readiness conjunction: what is not READY yet, and the receipts relied on."""
+        waiting: list[str] = []
+        matched: list[Receipt] = []
+        kinds = ["release", "allocation", "placement"]
+        if self.snapshot.requires_promotion:
+            kinds.append("promotion")
+        for kind in kinds:
+            found = self.ready(kind)
+            if found is None:
+                waiting.append(f"{kind} not READY")
+            else:
+                matched.append(found)
+        if self.snapshot.required_layers:
+            layers = {
+                rc.layer: rc for rc in self.current.get("layer", ()) if rc.status is Status.READY
+            }
+            missing = _missing_layers(self.snapshot.required_layers, layers)
+            if missing:
+                waiting.append(f"layers {missing} not READY")
+            matched.extend(layers[n] for n in sorted(k for k in layers if k is not None))
+        return waiting, matched
+
+    def ready_rows(self, waiting: list[str], matched: list[Receipt]) -> int | Derivation:
+        """T_ready, the exact rows ready to reuse (a derivation when the mode's fallback, or a
+        missing token history, already decides the outcome)."""
+        if self.intent.mode is not Mode.PRESERVE_EXACT:
+            if not self.snapshot.token_history:
+                return self._no_history("mode", "recompute chosen", "recompute")
+            prefix = self.ready("prefix")
+            if prefix is None:
+                return 0
+            matched.append(prefix)
+            return prefix.exact_ready_prefix_tokens or 0
+        ok = self.ready("preservation")
+        if ok is not None:
+            matched.append(ok)
+            return ok.exact_ready_prefix_tokens or 0
+        if not any(rc.status is Status.FAILED for rc in self.current.get("preservation", [])):
+            waiting.append("preservation not READY")
+            return 0
+        fallback = self.intent.fallback
+        if fallback is Fallback.REMAIN_SUSPENDED:
+            why = "preservation FAILED; fallback REMAIN_SUSPENDED"
+            return self.result(Outcome.SUSPENDED, [why])
+        if fallback is Fallback.ABORT:
+            return self.result(Outcome.ABORTED, ["preservation FAILED; fallback ABORT"])
+        if not self.snapshot.token_history:
+            return self._no_history("fallback", "recompute fallback chosen", "recompute fallback")
+        return 0
+
+    def _no_history(self, field: str, chosen: str, what: str) -> Derivation:
+        """A recompute without the immutable token history it rebuilds from is blocked."""
+        self.issues.append(
+            _issue(
+                "RESUME.FALLBACK.NO_HISTORY",
+                f"{self.pointer}/intent/{field}",
+                f"{chosen} without immutable token history",
+            )
+        )
+        return self.result(Outcome.BLOCKED, [f"{what} without token history"])
+
+    def resumable(self, t_ready: int, matched: list[Receipt]) -> Derivation:
+        """The ticket: rebuild [T_ready, T_target), then the ordinary interval after it."""
+        t_target = self.t_target
+        ticket = ResumeTicket(
+            self.key,
+            t_target,
+            (t_ready, t_target),
+            (t_target, t_target + 1),
+            tuple(rc.receipt_id for rc in sorted(matched, key=lambda r: r.receipt_id)),
+        )
+        return Derivation(
+            Outcome.RESUMABLE,
+            ticket,
+            tuple(self.stale),
+            tuple(self.wrong_owner),
+            self.capacity,
             t_ready,
             t_target,
-            tuple(waiting),
-            tuple(issues),
+            (),
+            tuple(self.issues),
         )
-
-    if cancelled or not intent_current:
-        return result(Outcome.CANCELLED, ["successor generation published"])
-    if intent.mode is Mode.ABORT:
-        return result(Outcome.ABORTED, ["abort intent"])
-
-    waiting: list[str] = []
-    matched: list[Receipt] = []
-    for kind in ("release", "allocation", "placement"):
-        found = ready(kind)
-        if found is None:
-            waiting.append(f"{kind} not READY")
-        else:
-            matched.append(found)
-    if snapshot.requires_promotion:
-        promo = ready("promotion")
-        if promo is None:
-            waiting.append("promotion not READY")
-        else:
-            matched.append(promo)
-    if snapshot.required_layers:
-        layers = {rc.layer: rc for rc in current.get("layer", ()) if rc.status is Status.READY}
-        missing = _missing_layers(snapshot.required_layers, layers)
-        if missing:
-            waiting.append(f"layers {missing} not READY")
-        matched.extend(layers[n] for n in sorted(k for k in layers if k is not None))
-
-    t_ready = 0
-    if intent.mode is Mode.PRESERVE_EXACT:
-        pres = current.get("preservation", [])
-        ok = ready("preservation")
-        if ok is not None:
-            t_ready = ok.exact_ready_prefix_tokens or 0
-            matched.append(ok)
-        elif any(rc.status is Status.FAILED for rc in pres):
-            if intent.fallback is Fallback.REMAIN_SUSPENDED:
-                return result(Outcome.SUSPENDED, ["preservation FAILED; fallback REMAIN_SUSPENDED"])
-            if intent.fallback is Fallback.ABORT:
-                return result(Outcome.ABORTED, ["preservation FAILED; fallback ABORT"])
-            if not snapshot.token_history:
-                issues.append(
-                    _issue(
-                        "RESUME.FALLBACK.NO_HISTORY",
-                        f"{pointer}/intent/fallback",
-                        "recompute fallback chosen without immutable token history",
-                    )
-                )
-                return result(Outcome.BLOCKED, ["recompute fallback without token history"])
-            t_ready = 0
-        else:
-            waiting.append("preservation not READY")
-    else:
-        if not snapshot.token_history:
-            issues.append(
-                _issue(
-                    "RESUME.FALLBACK.NO_HISTORY",
-                    f"{pointer}/intent/mode",
-                    "recompute chosen without immutable token history",
-                )
-            )
-            return result(Outcome.BLOCKED, ["recompute without token history"])
-        prefix = ready("prefix")
-        if prefix is not None:
-            t_ready = prefix.exact_ready_prefix_tokens or 0
-            matched.append(prefix)
-    if t_ready > t_target:
-        issues.append(
-            _issue(
-                "RESUME.FRONTIER.INVALID",
-                f"{pointer}/receipts",
-                f"T_ready {t_ready} exceeds T_target {t_target}: exact rows beyond the frozen"
-                " semantic state",
-            )
-        )
-        return result(Outcome.BLOCKED, ["T_ready beyond T_target"], t_ready)
-    if waiting:
-        return result(Outcome.PENDING, waiting, t_ready)
-    ticket = ResumeTicket(
-        key,
-        t_target,
-        (t_ready, t_target),
-        (t_target, t_target + 1),
-        tuple(rc.receipt_id for rc in sorted(matched, key=lambda r: r.receipt_id)),
-    )
-    return Derivation(
-        Outcome.RESUMABLE,
-        ticket,
-        tuple(stale),
-        tuple(wrong_owner),
-        capacity,
-        t_ready,
-        t_target,
-        (),
-        tuple(issues),
-    )
 
 
 @dataclass(frozen=True)

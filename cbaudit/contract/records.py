@@ -294,6 +294,7 @@ class WorkloadManifest:
     schema_version: int = 1
     by_id: Mapping[str, RequestDecl] = field(init=False, compare=False, repr=False)
     position_of: Mapping[str, int] = field(init=False, compare=False, repr=False)
+    clients: frozenset[str] = field(init=False, compare=False, repr=False)  # those declared
 
     def __post_init__(self) -> None:
         index: dict[str, RequestDecl] = {}
@@ -303,6 +304,8 @@ class WorkloadManifest:
             position.setdefault(req.request_id, i)
         object.__setattr__(self, "by_id", MappingProxyType(index))
         object.__setattr__(self, "position_of", MappingProxyType(position))
+        clients = frozenset(r.client for r in self.requests if r.client is not None)
+        object.__setattr__(self, "clients", clients)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WorkloadManifest:

@@ -14,6 +14,9 @@ from cbaudit.contract.records import (
     IterationPlan,
     IterationResult,
     Phase,
+    RequestDecl,
+    RequestView,
+    ResultItem,
     SchedulerState,
     WorkItem,
     WorkloadManifest,
@@ -33,6 +36,63 @@ def check_result(
     result: IterationResult,
 ) -> list[Issue]:
     """One result against the plan it answers and the state that plan read."""
+    out = _binding_issues(plan, result)
+    planned: dict[str, WorkItem] = {}
+    for w in plan.selected:
+        planned.setdefault(w.request_id, w)
+    seen: set[str] = set()
+    service = _Service()
+    # (request_id, generation) -> (emitted before, emitted after, max output tokens)
+    advanced: dict[tuple[str, int], tuple[int, int, int]] = {}
+    rebuilding: set[tuple[str, int]] = set()  # items whose state view derives RECOMPUTE_CHUNK
+    for j, item in enumerate(result.items):
+        rid = item.request_id
+        if rid in seen:
+            out.append(
+                Issue(
+                    "RESULT.ITEM.DUPLICATE", "result", f"/items/{j}", f"{rid} has two result items"
+                )
+            )
+            continue
+        seen.add(rid)
+        work = planned.get(rid)
+        if not _bound_to_plan(out, j, item, work, plan):
+            continue
+        assert work is not None
+        done_end = _completed_end(out, j, item, work)
+        view = state.by_id.get(rid)
+        decl = workload.by_id.get(rid)
+        current = view is not None and view.request_generation == item.request_generation
+        _count_service(service, view, current, decl, work, done_end)
+        if view is None or not current:
+            continue
+        max_out = decl.max_output_tokens if decl is not None else None
+        _item_progress(out, j, item, view, done_end, max_out)
+        advanced[(rid, item.request_generation)] = (
+            view.emitted_tokens,
+            item.after.emitted_tokens,
+            max_out if max_out is not None else -1,
+        )
+        if view.derived_phase() is Phase.RECOMPUTE_CHUNK:
+            rebuilding.add((rid, item.request_generation))
+    for rid, work in planned.items():
+        if rid not in seen:
+            out.append(
+                Issue(
+                    "RESULT.ITEM.MISSING",
+                    "result",
+                    "/items",
+                    f"{rid}:{work.request_generation} was planned but the result says nothing"
+                    " about it",
+                )
+            )
+    out.extend(_check_events(result, advanced, rebuilding))
+    out.extend(_check_debits(result, service))
+    return out
+
+
+def _binding_issues(plan: IterationPlan, result: IterationResult) -> list[Issue]:
+    """The result answers the plan's decision and the state version the plan read."""
     out: list[Issue] = []
     if result.decision_id != plan.decision_id:
         out.append(
@@ -53,141 +113,131 @@ def check_result(
                 f" {plan.input_state_version}",
             )
         )
-
-    planned: dict[str, WorkItem] = {}
-    for w in plan.selected:
-        planned.setdefault(w.request_id, w)
-    seen: set[str] = set()
-    service = _Service()
-    # (request_id, generation) -> (emitted before, emitted after, max output tokens)
-    advanced: dict[tuple[str, int], tuple[int, int, int]] = {}
-    rebuilding: set[tuple[str, int]] = set()  # items whose state view derives RECOMPUTE_CHUNK
-
-    for j, item in enumerate(result.items):
-        base = f"/items/{j}"
-        rid = item.request_id
-        if rid in seen:
-            out.append(
-                Issue("RESULT.ITEM.DUPLICATE", "result", base, f"{rid} has two result items")
-            )
-            continue
-        seen.add(rid)
-        work = planned.get(rid)
-        if work is None:
-            out.append(
-                Issue(
-                    "RESULT.ITEM.UNPLANNED",
-                    "result",
-                    base + "/request_id",
-                    f"{rid} was not selected by decision {plan.decision_id!r}; an unplanned"
-                    " completion cannot publish progress",
-                )
-            )
-            continue
-        if item.request_generation != work.request_generation:
-            out.append(
-                Issue(
-                    "RESULT.GENERATION.STALE",
-                    "result",
-                    base + "/request_generation",
-                    f"{rid}: completion for generation {item.request_generation} cannot advance"
-                    f" planned generation {work.request_generation}",
-                )
-            )
-            continue
-        if item.snapshot_version != work.snapshot_version:
-            out.append(
-                Issue(
-                    "RESULT.SNAPSHOT.STALE",
-                    "result",
-                    base + "/snapshot_version",
-                    f"{rid}: completion for snapshot {item.snapshot_version}, the plan bound"
-                    f" snapshot {work.snapshot_version}",
-                )
-            )
-            continue
-        if item.planned.start != work.start or item.planned.end != work.end:
-            out.append(
-                Issue(
-                    "RESULT.PLANNED.MISMATCH",
-                    "result",
-                    base + "/planned",
-                    f"{rid}: result says planned [{item.planned.start}, {item.planned.end}),"
-                    f" the plan says [{work.start}, {work.end})",
-                )
-            )
-        done = item.completed
-        done_end: int | None = None
-        if done is not None:
-            if done.start != work.start or not (done.start <= done.end <= work.end):
-                out.append(
-                    Issue(
-                        "RESULT.INTERVAL.OUTSIDE_PLAN",
-                        "result",
-                        base + "/completed",
-                        f"{rid}: completed [{done.start}, {done.end}) is not a prefix of planned"
-                        f" [{work.start}, {work.end})",
-                    )
-                )
-            elif done.end > done.start:
-                done_end = done.end
-        view = state.by_id.get(rid)
-        decl = workload.by_id.get(rid)
-        client = (view.client if view is not None else None) or (
-            decl.client if decl is not None else None
-        )
-        current = view is not None and view.request_generation == item.request_generation
-        if client is not None:
-            frontiers = (
-                (view.prompt_tokens, view.emitted_tokens, view.service_floor)
-                if view and current
-                else None
-            )
-            service.add(client, frontiers, work, done_end)
-        if view is None or not current:
-            continue
-        max_out = decl.max_output_tokens if decl is not None else None
-        progress_issues(
-            out,
-            j,
-            rid,
-            view.derived_phase(),
-            view.prompt_tokens,
-            view.emitted_tokens,
-            view.computed_tokens,
-            view.committed_tokens,
-            item.before.emitted_tokens,
-            item.before.computed_tokens,
-            item.before.committed_tokens,
-            item.after.emitted_tokens,
-            item.after.computed_tokens,
-            item.after.committed_tokens,
-            item.after.logical_length,
-            done_end,
-            max_out,
-        )
-        advanced[(rid, item.request_generation)] = (
-            view.emitted_tokens,
-            item.after.emitted_tokens,
-            max_out if max_out is not None else -1,
-        )
-        if view.derived_phase() is Phase.RECOMPUTE_CHUNK:
-            rebuilding.add((rid, item.request_generation))
-
-    for rid, work in planned.items():
-        if rid not in seen:
-            out.append(
-                Issue(
-                    "RESULT.ITEM.MISSING",
-                    "result",
-                    "/items",
-                    f"{rid}:{work.request_generation} was planned but the result says nothing"
-                    " about it",
-                )
-            )
-    out.extend(_check_events(result, advanced, rebuilding))
-    out.extend(_check_debits(result, service))
     return out
+
+
+def _bound_to_plan(
+    out: list[Issue], j: int, item: ResultItem, work: WorkItem | None, plan: IterationPlan
+) -> bool:
+    """Whether result item `j` answers planned work of the same generation and snapshot (it
+    may still misstate the planned interval); False means it cannot publish anything."""
+    base = f"/items/{j}"
+    rid = item.request_id
+    if work is None:
+        out.append(
+            Issue(
+                "RESULT.ITEM.UNPLANNED",
+                "result",
+                base + "/request_id",
+                f"{rid} was not selected by decision {plan.decision_id!r}; an unplanned"
+                " completion cannot publish progress",
+            )
+        )
+        return False
+    if item.request_generation != work.request_generation:
+        out.append(
+            Issue(
+                "RESULT.GENERATION.STALE",
+                "result",
+                base + "/request_generation",
+                f"{rid}: completion for generation {item.request_generation} cannot advance"
+                f" planned generation {work.request_generation}",
+            )
+        )
+        return False
+    if item.snapshot_version != work.snapshot_version:
+        out.append(
+            Issue(
+                "RESULT.SNAPSHOT.STALE",
+                "result",
+                base + "/snapshot_version",
+                f"{rid}: completion for snapshot {item.snapshot_version}, the plan bound"
+                f" snapshot {work.snapshot_version}",
+            )
+        )
+        return False
+    if item.planned.start != work.start or item.planned.end != work.end:
+        out.append(
+            Issue(
+                "RESULT.PLANNED.MISMATCH",
+                "result",
+                base + "/planned",
+                f"{rid}: result says planned [{item.planned.start}, {item.planned.end}),"
+                f" the plan says [{work.start}, {work.end})",
+            )
+        )
+    return True
+
+
+def _completed_end(out: list[Issue], j: int, item: ResultItem, work: WorkItem) -> int | None:
+    """The end of the item's completed interval when it is a non-empty prefix of the planned
+    one (None when nothing usable completed)."""
+    done = item.completed
+    if done is None:
+        return None
+    if done.start != work.start or not (done.start <= done.end <= work.end):
+        out.append(
+            Issue(
+                "RESULT.INTERVAL.OUTSIDE_PLAN",
+                "result",
+                f"/items/{j}/completed",
+                f"{item.request_id}: completed [{done.start}, {done.end}) is not a prefix of"
+                f" planned [{work.start}, {work.end})",
+            )
+        )
+        return None
+    return done.end if done.end > done.start else None
+
+
+def _count_service(
+    service: _Service,
+    view: RequestView | None,
+    current: bool,
+    decl: RequestDecl | None,
+    work: WorkItem,
+    done_end: int | None,
+) -> None:
+    """Tally the item's service for its client (the view's, else the declared one); only a
+    current view's frontiers tell rebuild rows from service."""
+    client = (view.client if view is not None else None) or (
+        decl.client if decl is not None else None
+    )
+    if client is None:
+        return
+    frontiers = None
+    if view is not None and current:
+        frontiers = (view.prompt_tokens, view.emitted_tokens, view.service_floor)
+    service.add(client, frontiers, work, done_end)
+
+
+def _item_progress(
+    out: list[Issue],
+    j: int,
+    item: ResultItem,
+    view: RequestView,
+    done_end: int | None,
+    max_out: int | None,
+) -> None:
+    """`progress_issues` for one item against the current view of its request."""
+    progress_issues(
+        out,
+        j,
+        item.request_id,
+        view.derived_phase(),
+        view.prompt_tokens,
+        view.emitted_tokens,
+        view.computed_tokens,
+        view.committed_tokens,
+        item.before.emitted_tokens,
+        item.before.computed_tokens,
+        item.before.committed_tokens,
+        item.after.emitted_tokens,
+        item.after.computed_tokens,
+        item.after.committed_tokens,
+        item.after.logical_length,
+        done_end,
+        max_out,
+    )
 
 
 class _Service:
@@ -251,18 +301,11 @@ def progress_issues(
     nothing completed); `max_out` its declared cap. Checks before vs the state, the computed
     frontier after the completed work, the output clock, k <= c, the logical length and the
     output cap. The single implementation: `check_result` and the replay engine's incremental
-    validator (`cbaudit.contract.live`) both call it.
+    validator (`cbaudit.contract.live`) both call it. The checks are inline (this runs for
+    every executed item of every replayed iteration); the issues are built out of line.
     """
     if e_before != e or c_before != c or k_before != k:
-        out.append(
-            Issue(
-                "RESULT.PROGRESS.BEFORE_MISMATCH",
-                "result",
-                f"/items/{index}/before",
-                f"{rid}: before (e, c, k) = {(e_before, c_before, k_before)}, the state says"
-                f" {(e, c, k)}",
-            )
-        )
+        out.append(_before_mismatch(index, rid, (e_before, c_before, k_before), (e, c, k)))
     want_c = done_end if done_end is not None else c
     if c_after != want_c:
         out.append(
@@ -278,28 +321,8 @@ def progress_issues(
     rebuilt = done_end is not None and phase is _REBUILD and done_end == p + e
     want_e = e + int(decode_row) + int(reaches_prompt) + int(rebuilt)
     if e_after != want_e:
-        if phase is _REBUILD and not rebuilt and e_after > e:
-            out.append(
-                Issue(
-                    "RESULT.RECOMPUTE.EMITTED_EARLY",
-                    "result",
-                    f"/items/{index}/after/emitted_tokens",
-                    f"{rid}: the rebuild completed to {done_end if done_end is not None else c},"
-                    f" short of p + e = {p + e}, yet emitted after is {e_after} > {e}; a"
-                    " rebuild emits only when it reaches the logical stream",
-                )
-            )
-        else:
-            out.append(
-                Issue(
-                    "RESULT.OUTPUT_CLOCK.WRONG",
-                    "result",
-                    f"/items/{index}/after/emitted_tokens",
-                    f"{rid}: emitted after is {e_after}; the output clock gives {e} +"
-                    f" {int(decode_row)} (decode row) + {int(reaches_prompt)} (prefill reached"
-                    f" p) + {int(rebuilt)} (rebuild reached p + e) = {want_e}",
-                )
-            )
+        clock = (decode_row, reaches_prompt, rebuilt)
+        out.append(_output_clock(index, rid, phase, p, e, c, e_after, done_end, clock))
     if k_after > c_after:
         out.append(
             Issue(
@@ -330,7 +353,63 @@ def progress_issues(
         )
 
 
+def _before_mismatch(
+    index: int, rid: str, before: tuple[int, int, int], view: tuple[int, int, int]
+) -> Issue:
+    return Issue(
+        "RESULT.PROGRESS.BEFORE_MISMATCH",
+        "result",
+        f"/items/{index}/before",
+        f"{rid}: before (e, c, k) = {before}, the state says {view}",
+    )
+
+
+def _output_clock(
+    index: int,
+    rid: str,
+    phase: Phase | None,
+    p: int,
+    e: int,
+    c: int,
+    e_after: int,
+    done_end: int | None,
+    clock: tuple[bool, bool, bool],
+) -> Issue:
+    """Emitted-after is not what the output clock gives: a rebuild that emitted before
+    reaching p + e, or any other wrong count."""
+    decode_row, reaches_prompt, rebuilt = clock
+    if phase is _REBUILD and not rebuilt and e_after > e:
+        return Issue(
+            "RESULT.RECOMPUTE.EMITTED_EARLY",
+            "result",
+            f"/items/{index}/after/emitted_tokens",
+            f"{rid}: the rebuild completed to {done_end if done_end is not None else c},"
+            f" short of p + e = {p + e}, yet emitted after is {e_after} > {e}; a"
+            " rebuild emits only when it reaches the logical stream",
+        )
+    want_e = e + int(decode_row) + int(reaches_prompt) + int(rebuilt)
+    return Issue(
+        "RESULT.OUTPUT_CLOCK.WRONG",
+        "result",
+        f"/items/{index}/after/emitted_tokens",
+        f"{rid}: emitted after is {e_after}; the output clock gives {e} +"
+        f" {int(decode_row)} (decode row) + {int(reaches_prompt)} (prefill reached"
+        f" p) + {int(rebuilt)} (rebuild reached p + e) = {want_e}",
+    )
+
+
 def _check_events(
+    result: IterationResult,
+    advanced: dict[tuple[str, int], tuple[int, int, int]],
+    rebuilding: set[tuple[str, int]],
+) -> list[Issue]:
+    """Output events match each item's emitted advance; terminal events match outputs."""
+    return _output_event_issues(result, advanced, rebuilding) + _terminal_event_issues(
+        result, advanced
+    )
+
+
+def _output_event_issues(
     result: IterationResult,
     advanced: dict[tuple[str, int], tuple[int, int, int]],
     rebuilding: set[tuple[str, int]],
@@ -354,9 +433,9 @@ def _check_events(
     for ident, (e_before, e_after, _) in advanced.items():
         got = sorted(indices.get(ident, []))
         span = range(e_before + 1, e_after + 1)  # kept lazy: a hostile e_after may be enormous
-        matches = len(span) == len(got) and got == list(span)
-        want = list(span) if len(span) <= 16 else f"{span.start}..{span.stop - 1}"
-        if not matches and ident in rebuilding and any(i <= e_before for i in got):
+        if len(span) == len(got) and got == list(span):
+            continue
+        if ident in rebuilding and any(i <= e_before for i in got):
             out.append(
                 Issue(
                     "RESULT.RECOMPUTE.REEMITTED_OUTPUT",
@@ -367,7 +446,8 @@ def _check_events(
                     f" preempted (emitted {e_before}); rebuilding never re-emits output",
                 )
             )
-        elif not matches:
+        else:
+            want = list(span) if len(span) <= 16 else f"{span.start}..{span.stop - 1}"
             out.append(
                 Issue(
                     "RESULT.OUTPUT_EVENT.MISMATCH",
@@ -377,6 +457,13 @@ def _check_events(
                     f" {e_before} -> {e_after} (want {want})",
                 )
             )
+    return out
+
+
+def _terminal_event_issues(
+    result: IterationResult, advanced: dict[tuple[str, int], tuple[int, int, int]]
+) -> list[Issue]:
+    out: list[Issue] = []
     terminated: set[tuple[str, int]] = set()
     for i, tev in enumerate(result.terminal_events):
         ident = (tev.request_id, tev.request_generation)

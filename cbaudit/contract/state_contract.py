@@ -11,6 +11,8 @@ from cbaudit.contract.records import (
     derive_phase,
 )
 
+_FINISHED = Queue.FINISHED  # a module constant: an Enum member read off its class costs more
+
 
 def check_workload(workload: WorkloadManifest) -> list[Issue]:
     """Declarations that no state or plan could repair: duplicates and stray hidden truth."""
@@ -100,7 +102,47 @@ def check_state(workload: WorkloadManifest, state: SchedulerState) -> list[Issue
             v.readiness_reason,
             v.rebuild_floor,
         )
+    _service_issues(out, workload, state)
     return out
+
+
+def _service_issues(out: list[Issue], workload: WorkloadManifest, state: SchedulerState) -> None:
+    """The completed-service ledger: present whenever a client is named, and only for clients
+    the workload or the state's views name (fairness debits advance it). The workload's
+    clients are known once per workload, so a state costs only a pass over its own views."""
+    service = state.completed_service
+    declared = workload.clients
+    if service is None:
+        if declared or any(v.client is not None for v in state.requests):
+            named = sorted(declared | {v.client for v in state.requests if v.client is not None})
+            more = f", ... ({len(named)} in all)" if len(named) > 5 else ""
+            shown = ", ".join(named[:5]) + more
+            out.append(
+                Issue(
+                    "STATE.COMPLETED_SERVICE.MISSING",
+                    "state",
+                    "/completed_service",
+                    f"the workload names clients ({shown}) but the state publishes no"
+                    " completed_service, so no result's debits can be checked against it",
+                )
+            )
+        return
+    unknown = [client for client in service if client not in declared]
+    if not unknown:
+        return
+    viewed = {v.client for v in state.requests if v.client is not None}
+    for client in sorted(unknown):
+        if client not in viewed:
+            token = client.replace("~", "~0").replace("/", "~1")
+            out.append(
+                Issue(
+                    "STATE.COMPLETED_SERVICE.UNKNOWN_CLIENT",
+                    "state",
+                    f"/completed_service/{token}",
+                    f"completed_service counts {service[client]} tokens for {client!r}, a"
+                    " client no request of the workload or view of the state names",
+                )
+            )
 
 
 def _floor_issues(out: list[Issue], index: int, rid: str, p: int, e: int, floor: int) -> None:
@@ -150,17 +192,11 @@ def view_issues(
     The single implementation of the per-view state rules: `check_state` calls it for every
     view of a state, the replay engine's incremental validator (`cbaudit.contract.live`) for
     every view that changed since the last published state. `decl` is the workload's
-    declaration of `rid` (None when undeclared).
+    declaration of `rid` (None when undeclared). The checks are inline and cheap; the issues
+    are built out of line, only when one is found.
     """
     if decl is None:
-        out.append(
-            Issue(
-                "STATE.REQUEST.UNDECLARED",
-                "state",
-                f"/requests/{index}/request_id",
-                f"request {rid!r} is not declared in workload {workload.workload_id!r}",
-            )
-        )
+        out.append(_undeclared_issue(workload, index, rid))
     elif (
         p != decl.prompt_tokens
         or generation < decl.request_generation
@@ -168,16 +204,7 @@ def view_issues(
     ):
         _declaration_issues(out, decl, index, rid, generation, p, e)
     if derive_phase(p, e, c) is None:
-        out.append(
-            Issue(
-                "STATE.FRONTIER.INCONSISTENT",
-                "state",
-                f"/requests/{index}/computed_tokens",
-                f"{rid}: p={p} e={e} c={c} fits neither unfinished prefill (e=0, c<p),"
-                f" ordinary decode (e>=1, c=p+e-1={p + e - 1}) nor a rebuild after"
-                f" recompute (e>=1, c<p+e-1)",
-            )
-        )
+        out.append(_frontier_issue(index, rid, p, e, c))
     if rebuild_floor is not None:
         _floor_issues(out, index, rid, p, e, rebuild_floor)
     if k != c:
@@ -190,7 +217,7 @@ def view_issues(
                 " the ordinary contract needs k = c at the decision boundary",
             )
         )
-    if terminal != (queue is Queue.FINISHED):
+    if terminal != (queue is _FINISHED):
         out.append(
             Issue(
                 "STATE.TERMINAL.QUEUE",
@@ -200,23 +227,47 @@ def view_issues(
             )
         )
     if terminal and ready:
-        out.append(
-            Issue(
-                "STATE.TERMINAL.READY",
-                "state",
-                f"/requests/{index}/ready",
-                f"{rid}: a terminal generation cannot be ready",
-            )
-        )
+        out.append(_terminal_ready_issue(index, rid))
     elif not terminal and not ready and not readiness_reason:
-        out.append(
-            Issue(
-                "STATE.READY.REASON_MISSING",
-                "state",
-                f"/requests/{index}/ready",
-                f"{rid}: not ready, but no readiness_reason says which dependency is missing",
-            )
-        )
+        out.append(_reason_missing_issue(index, rid))
+
+
+def _undeclared_issue(workload: WorkloadManifest, index: int, rid: str) -> Issue:
+    return Issue(
+        "STATE.REQUEST.UNDECLARED",
+        "state",
+        f"/requests/{index}/request_id",
+        f"request {rid!r} is not declared in workload {workload.workload_id!r}",
+    )
+
+
+def _frontier_issue(index: int, rid: str, p: int, e: int, c: int) -> Issue:
+    return Issue(
+        "STATE.FRONTIER.INCONSISTENT",
+        "state",
+        f"/requests/{index}/computed_tokens",
+        f"{rid}: p={p} e={e} c={c} fits neither unfinished prefill (e=0, c<p),"
+        f" ordinary decode (e>=1, c=p+e-1={p + e - 1}) nor a rebuild after"
+        f" recompute (e>=1, c<p+e-1)",
+    )
+
+
+def _terminal_ready_issue(index: int, rid: str) -> Issue:
+    return Issue(
+        "STATE.TERMINAL.READY",
+        "state",
+        f"/requests/{index}/ready",
+        f"{rid}: a terminal generation cannot be ready",
+    )
+
+
+def _reason_missing_issue(index: int, rid: str) -> Issue:
+    return Issue(
+        "STATE.READY.REASON_MISSING",
+        "state",
+        f"/requests/{index}/ready",
+        f"{rid}: not ready, but no readiness_reason says which dependency is missing",
+    )
 
 
 def _declaration_issues(

@@ -9,6 +9,7 @@ are only counted, so memory does not grow with the length of the trace.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -23,6 +24,8 @@ from cbaudit.contract.records import (
 )
 from cbaudit.contract.result_contract import check_result
 from cbaudit.contract.state_contract import check_state, check_workload
+from cbaudit.io.integers import float_integer_findings
+from cbaudit.io.json_strict import FloatWatch
 from cbaudit.io.loader import load_text
 from cbaudit.io.schemas import validate, validator_for_many
 from cbaudit.model import (
@@ -76,26 +79,11 @@ def validate_trace(
     name = display if display is not None else str(path)
     sink = _Collector(max_findings)
     counts: Counter[str] = Counter()
-    lines: dict[str, int] = {}
-    workload: WorkloadManifest | None = None
-    state: SchedulerState | None = None
-    plan: IterationPlan | None = None
-    ranks: dict[str, TieBreakKey] = {}
-
-    def emit(issues: list[Issue]) -> None:
-        for issue in issues:
-            pointer = "/data" + issue.pointer
-            loc = Location(file=name, pointer=pointer, line=lines.get(issue.record))
-            sink.add(Finding(code=issue.code, message=issue.message, location=loc))
-
-    def broken(code: str, message: str, lineno: int, pointer: str = "") -> None:
-        loc = Location(file=name, pointer=pointer, line=lineno)
-        sink.add(Finding(code=code, message=message, location=loc), unusable=True)
-
-    opened = _open(path, name, sink)
-    if opened is None:
+    fh = _open(path, name, sink)
+    if fh is None:
         return _result(name, sink, counts, 0)
-    fh = opened
+    checker = _Checker(name, sink)
+    watch = FloatWatch()  # which lines held a float with a zero fraction (-0.0, 2.0)
     lineno = 0
     records = 0
     record_ok = validator_for_many("trace-record")
@@ -105,7 +93,8 @@ def validate_trace(
             if not raw.strip():
                 continue
             records += 1
-            obj = _parse_line(raw, name, lineno, sink)
+            watch.integral = False
+            obj = _parse_line(raw, name, lineno, sink, watch)
             if obj is None:
                 continue
             if not isinstance(obj, dict) or not record_ok(obj):
@@ -114,47 +103,92 @@ def validate_trace(
                     sink.add(Finding(f.code, f.message, f.severity, loc), unusable=True)
                 continue
             kind: str = obj["record"]
-            data: dict[str, Any] = obj["data"]
             counts[kind] += 1
-            if not shape_ok[kind](data):
-                data_or_none = _shape(data, kind, name, lineno, sink)
-                if data_or_none is None:
-                    continue
-                data = data_or_none
-            if kind == "workload":
-                workload = WorkloadManifest.from_json(data)
-                state = plan = None
-                lines["workload"] = lineno
-                emit(check_workload(workload))
-                continue
-            if workload is None:
-                broken("TRACE.ORDER.NO_WORKLOAD", f"{kind} record before any workload", lineno)
-                continue
-            if kind == "state":
-                state = SchedulerState.from_json(data)
-                ranks = rank_views(workload, state)
-                plan = None
-                lines["state"] = lineno
-                emit(check_state(workload, state))
-            elif kind == "plan":
-                if state is None:
-                    broken("TRACE.ORDER.NO_STATE", "plan record before any state", lineno)
-                    continue
-                plan = IterationPlan.from_json(data)
-                lines["plan"] = lineno
-                emit(check_plan(workload, state, plan, ranks=ranks))
-            else:
-                if state is None or plan is None:
-                    broken("TRACE.ORDER.NO_PLAN", "result record before any plan", lineno)
-                    continue
-                result = IterationResult.from_json(data)
-                lines["result"] = lineno
-                emit(check_result(workload, state, plan, result))
+            data = _usable(obj["data"], kind, watch.integral, shape_ok[kind], name, lineno, sink)
+            if data is not None:
+                checker.check(kind, data, lineno)
     finally:
         fh.close()
     if records == 0:
-        broken("LOAD.EMPTY", "the trace holds no records", 1)
+        checker.broken("LOAD.EMPTY", "the trace holds no records", 1)
     return _result(name, sink, counts, lineno)
+
+
+def _usable(
+    data: dict[str, Any],
+    kind: str,
+    integral_floats: bool,
+    shape_ok: Callable[[Any], bool],
+    name: str,
+    lineno: int,
+    sink: _Collector,
+) -> dict[str, Any] | None:
+    """The record's data when the contract can read it: leaks named and removed, the schema
+    satisfied, no integer written as a float (None otherwise, with the findings recorded).
+    `integral_floats` says whether the line held any float with a zero fraction at all."""
+    if not shape_ok(data):
+        shaped = _shape(data, kind, name, lineno, sink)
+        if shaped is None:
+            return None
+        data = shaped
+    if integral_floats and _integer_floats(data, kind, name, lineno, sink):
+        return None
+    return data
+
+
+class _Checker:
+    """The contract across a trace: each record against the latest workload, state and plan."""
+
+    def __init__(self, name: str, sink: _Collector) -> None:
+        self.name = name
+        self.sink = sink
+        self.lines: dict[str, int] = {}  # record kind -> line of the latest one
+        self.workload: WorkloadManifest | None = None
+        self.state: SchedulerState | None = None
+        self.plan: IterationPlan | None = None
+        self.ranks: dict[str, TieBreakKey] = {}
+
+    def emit(self, issues: list[Issue]) -> None:
+        for issue in issues:
+            pointer = "/data" + issue.pointer
+            loc = Location(file=self.name, pointer=pointer, line=self.lines.get(issue.record))
+            self.sink.add(Finding(code=issue.code, message=issue.message, location=loc))
+
+    def broken(self, code: str, message: str, lineno: int, pointer: str = "") -> None:
+        loc = Location(file=self.name, pointer=pointer, line=lineno)
+        self.sink.add(Finding(code=code, message=message, location=loc), unusable=True)
+
+    def check(self, kind: str, data: dict[str, Any], lineno: int) -> None:
+        """One schema-valid record, in trace order."""
+        if kind == "workload":
+            loaded = WorkloadManifest.from_json(data)
+            self.workload = loaded
+            self.state = self.plan = None
+            self.lines["workload"] = lineno
+            self.emit(check_workload(loaded))
+            return
+        workload = self.workload
+        if workload is None:
+            self.broken("TRACE.ORDER.NO_WORKLOAD", f"{kind} record before any workload", lineno)
+        elif kind == "state":
+            self.state = state = SchedulerState.from_json(data)
+            self.ranks = rank_views(workload, state)
+            self.plan = None
+            self.lines["state"] = lineno
+            self.emit(check_state(workload, state))
+        elif kind == "plan":
+            if self.state is None:
+                self.broken("TRACE.ORDER.NO_STATE", "plan record before any state", lineno)
+                return
+            self.plan = plan = IterationPlan.from_json(data)
+            self.lines["plan"] = lineno
+            self.emit(check_plan(workload, self.state, plan, ranks=self.ranks))
+        elif self.state is None or self.plan is None:
+            self.broken("TRACE.ORDER.NO_PLAN", "result record before any plan", lineno)
+        else:
+            result = IterationResult.from_json(data)
+            self.lines["result"] = lineno
+            self.emit(check_result(workload, self.state, self.plan, result))
 
 
 def _open(path: Path | str, name: str, sink: _Collector) -> BinaryIO | None:
@@ -174,11 +208,13 @@ def _open(path: Path | str, name: str, sink: _Collector) -> BinaryIO | None:
     return None
 
 
-def _parse_line(raw: bytes, name: str, lineno: int, sink: _Collector) -> Any:
+def _parse_line(raw: bytes, name: str, lineno: int, sink: _Collector, watch: FloatWatch) -> Any:
     """Parse one line with the strict loader (duplicates, NaN, depth...); None when broken."""
     try:
         text = raw.rstrip(b"\r\n")  # a truncated record ends on its own line, not the next
-        return load_text(text, name=name, fmt="json", expect=dict, line_offset=lineno - 1).data
+        return load_text(
+            text, name=name, fmt="json", expect=dict, line_offset=lineno - 1, watch=watch
+        ).data
     except InputError as err:
         for f in err.findings:
             loc = Location(
@@ -206,6 +242,17 @@ def _shape(
         loc = Location(file=name, pointer=f.location.pointer, line=lineno)
         sink.add(Finding(f.code, f.message, f.severity, loc), unusable=True)
     return None
+
+
+def _integer_floats(
+    data: dict[str, Any], kind: str, name: str, lineno: int, sink: _Collector
+) -> bool:
+    """Name every integer written as a float (`SCHEMA.INTEGER.FLOAT`); True when any is."""
+    found = float_integer_findings(data, _SCHEMA_OF[kind], file=name, pointer_prefix="/data")
+    for f in found:
+        loc = Location(file=name, pointer=f.location.pointer, line=lineno)
+        sink.add(Finding(f.code, f.message, f.severity, loc), unusable=True)
+    return bool(found)
 
 
 def _result(name: str, sink: _Collector, counts: Counter[str], lines: int) -> CheckResult:

@@ -27,6 +27,7 @@ from cbaudit.contract.records import (
 from cbaudit.contract.result_contract import check_result
 from cbaudit.contract.state_contract import check_state, check_workload
 from cbaudit.contract.trace import validate_trace
+from cbaudit.io.integers import float_integer_findings, strictly_valid
 from cbaudit.io.loader import Document
 from cbaudit.io.schemas import is_valid, validate
 from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, Finding, Location
@@ -184,20 +185,14 @@ def check_case_data(
     """Validate plan-case data. Returns (findings, unusable, metrics).
 
     `unusable` is true when the data does not have the plan-case shape (after leaked members
-    are named and removed), so no contract check could run.
+    are named and removed), or writes an integer as a float (`SCHEMA.INTEGER.FLOAT`), so no
+    contract check could run.
     """
     leaks: list[Issue] = []
-    if not is_valid(data, "plan-case"):
-        for record in _ONLINE:
-            part = data.get(record) if isinstance(data, Mapping) else None
-            if part is not None:
-                leaks += scan_leaks(part, record)
-        if leaks:
-            data = {k: (strip_leaks(v) if k in _ONLINE else v) for k, v in data.items()}
-        schema = validate(data, "plan-case", file=file, locate=locate)
-        if schema:
-            located = locate_issues(leaks, file=file, locate=locate)
-            return located + schema, True, {}
+    if not strictly_valid(data, "plan-case"):  # the usual case passes this one pass only
+        data, leaks, refused = _shape_findings(data, file, locate)
+        if refused:
+            return refused, True, {}
     workload = WorkloadManifest.from_json(data["workload"])
     state = SchedulerState.from_json(data["state"])
     plan = IterationPlan.from_json(data["plan"])
@@ -208,6 +203,29 @@ def check_case_data(
         issues += check_result(workload, state, plan, result)
     findings = locate_issues(issues, file=file, locate=locate)
     return findings, False, _case_metrics(workload, state, plan, result)
+
+
+def _shape_findings(
+    data: Mapping[str, Any], file: str | None, locate: Locator | None
+) -> tuple[Mapping[str, Any], list[Issue], list[Finding]]:
+    """Why a case is not strictly schema-valid: leaked members (named, then removed), schema
+    findings, integers written as floats. Returns the data without leaks, the leak issues and
+    the findings that make the case unusable (empty when only leaks were wrong)."""
+    leaks: list[Issue] = []
+    if not is_valid(data, "plan-case"):
+        for record in _ONLINE:
+            part = data.get(record) if isinstance(data, Mapping) else None
+            if part is not None:
+                leaks += scan_leaks(part, record)
+        if leaks:
+            data = {k: (strip_leaks(v) if k in _ONLINE else v) for k, v in data.items()}
+        schema = validate(data, "plan-case", file=file, locate=locate)
+        if schema:
+            return data, leaks, locate_issues(leaks, file=file, locate=locate) + schema
+    floats = float_integer_findings(data, "plan-case", file=file, locate=locate)
+    if floats:  # -0.0 or 2.0 where an integer is required: never read as one
+        return data, leaks, locate_issues(leaks, file=file, locate=locate) + floats
+    return data, leaks, []
 
 
 def validate_case(doc: Document, *, subject: str | None = None) -> CheckResult:

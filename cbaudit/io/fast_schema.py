@@ -69,6 +69,11 @@ _TYPES: dict[str, Check] = {
     "integer": _is_integer,
     "number": _is_number,
 }
+#: `strict_integers`: an integer is an int, never a float with a zero fraction (-0.0, 2.0).
+_STRICT_TYPES: dict[str, Check] = {
+    **_TYPES,
+    "integer": lambda x: isinstance(x, int) and not isinstance(x, bool),
+}
 
 
 def equal(one: Any, two: Any) -> bool:
@@ -131,9 +136,10 @@ def _resolve_pointer(document: Any, fragment: str) -> Any:
 class _Compiler:
     """Compiles schemas reachable from one root; `$ref` targets are compiled once each."""
 
-    def __init__(self, retrieve: Retrieve) -> None:
+    def __init__(self, retrieve: Retrieve, types: dict[str, Check] = _TYPES) -> None:
         self._retrieve = retrieve
         self._table: dict[str, Check] = {}
+        self.types = types
 
     def ref(self, base: str, ref: str) -> Check:
         target = urljoin(base, ref)
@@ -179,7 +185,7 @@ Make = Callable[[_Compiler, dict[str, Any], str], Check | None]
 def _type(c: _Compiler, s: dict[str, Any], base: str) -> Check:
     names = s["type"] if isinstance(s["type"], list) else [s["type"]]
     try:
-        tests = [_TYPES[n] for n in names]
+        tests = [c.types[n] for n in names]
     except (KeyError, TypeError) as err:
         raise Unsupported(f"type {s['type']!r}") from err
     if len(tests) == 1:
@@ -371,6 +377,11 @@ _ORDER = tuple(_KEYWORDS)  # the order written above
 assert set(_KEYWORDS) == _APPLIED
 
 
-def compile_schema(uri: str, retrieve: Retrieve) -> Check:
-    """A yes/no check for the schema with `$id` `uri`; `Unsupported` when it cannot."""
-    return _Compiler(retrieve).ref(uri, "")
+def compile_schema(uri: str, retrieve: Retrieve, *, strict_integers: bool = False) -> Check:
+    """A yes/no check for the schema with `$id` `uri`; `Unsupported` when it cannot.
+
+    With `strict_integers` a float never counts as an `integer` (cbaudit's own reading, not
+    `jsonschema`'s: see `cbaudit.io.integers`).
+    """
+    types = _STRICT_TYPES if strict_integers else _TYPES
+    return _Compiler(retrieve, types).ref(uri, "")

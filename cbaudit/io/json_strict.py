@@ -59,6 +59,31 @@ _DECODER = json.JSONDecoder(
 )
 # The C scanner behind `decode`; typeshed does not declare the attribute.
 _SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+
+
+class FloatWatch:
+    """Notes whether the JSON it parsed held a float with a zero fraction (-0.0, 2.0, 1e3).
+
+    Give one to `parse_json` (or `load_text`) and read `integral` afterwards; reset it before
+    each document. The decoder calls a hook for every float literal anyway (to refuse
+    overflow), so a caller learns at no cost whether a document may write an integer as a
+    float (`cbaudit.io.integers`) and can skip the walk that finds where.
+    """
+
+    def __init__(self) -> None:
+        self.integral = False
+        decoder = json.JSONDecoder(
+            object_pairs_hook=_pairs, parse_constant=_constant, parse_float=self._float
+        )
+        self.scan: Callable[[str, int], tuple[Any, int]] = decoder.scan_once  # type: ignore[attr-defined]
+
+    def _float(self, token: str) -> float:
+        value = _finite_float(token)
+        if value.is_integer():
+            self.integral = True
+        return value
+
+
 _JSON_WS = " \t\n\r"
 
 
@@ -83,11 +108,16 @@ class _Where:
 
 
 def parse_json(
-    text: str, *, name: str, line_offset: int = 0, max_depth: int = DEFAULT_MAX_DEPTH
+    text: str,
+    *,
+    name: str,
+    line_offset: int = 0,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    watch: FloatWatch | None = None,
 ) -> Any:
     """Parse `text` as strict JSON; InputError with a located LOAD.* finding otherwise."""
     try:
-        data = _decode(text)
+        data = _decode(text, _SCAN if watch is None else watch.scan)
     except json.JSONDecodeError as err:
         where = _Where(text, name, line_offset)
         raise _syntax_error(where, err.pos, err.msg) from None
@@ -106,13 +136,13 @@ def parse_json(
     return data
 
 
-def _decode(text: str) -> Any:
+def _decode(text: str, scan: Callable[[str, int], tuple[Any, int]] = _SCAN) -> Any:
     """`_DECODER.decode` without its Python-level overhead on the common case."""
     start = 0
     if text[:1] in _JSON_WS:
         start = json_locate.first_value_pos(text)
     try:
-        data, end = _SCAN(text, start)
+        data, end = scan(text, start)
     except StopIteration as stop:
         raise json.JSONDecodeError("Expecting value", text, stop.value) from None
     if end != len(text) and text[end:].strip(_JSON_WS):

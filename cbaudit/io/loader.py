@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from cbaudit.io.json_locate import first_value_pos, line_col, locate_pointer, split_pointer
-from cbaudit.io.json_strict import parse_json
+from cbaudit.io.json_strict import FloatWatch, parse_json
 from cbaudit.io.limits import (
     DEFAULT_MAX_ALIAS_NODES,
     DEFAULT_MAX_BYTES,
@@ -245,8 +245,11 @@ def load_text(
     line_offset: int = 0,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_alias_nodes: int = DEFAULT_MAX_ALIAS_NODES,
+    watch: FloatWatch | None = None,
 ) -> Document:
-    """Parse one document held in memory (`fmt` json, yaml, jsonl, or None to sniff)."""
+    """Parse one document held in memory (`fmt` json, yaml, jsonl, or None to sniff).
+
+    `watch` (JSON only) notes whether the document held a float with a zero fraction."""
     if isinstance(text, bytes):
         raw = text
         decoded = _decode(raw, name, line_offset=line_offset)
@@ -263,7 +266,9 @@ def load_text(
     _check_not_empty(decoded, name, line_offset)
     marks: MarkNode | None = None
     if kind == "json":
-        data = parse_json(decoded, name=name, line_offset=line_offset, max_depth=max_depth)
+        data = parse_json(
+            decoded, name=name, line_offset=line_offset, max_depth=max_depth, watch=watch
+        )
         if expect is not None and not isinstance(data, expect):
             line, column = line_col(decoded, first_value_pos(decoded))
             _check_top(data, expect, name, line + line_offset, column)

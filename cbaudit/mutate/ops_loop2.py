@@ -394,6 +394,53 @@ def _retype_required(data: Mapping[str, Any], rng: random.Random) -> Iterator[Ed
                 yield (replace(f"/{record}/{member}", new),), f"{record}.{member} retyped"
 
 
+def _integer_as_float(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
+    """Identity integers written as floats: -0.0 for 0 (it compares equal), else n.0."""
+    state = data.get("state") or {}
+    if isinstance(state.get("state_version"), int):
+        v = state["state_version"]
+        yield (
+            (replace("/state/state_version", -0.0 if v == 0 else float(v)),),
+            (f"state_version {v} written as a float"),
+        )
+    for i, item in _selected(data):
+        for field in ("request_generation", "snapshot_version"):
+            v = item.get(field)
+            if isinstance(v, int) and not isinstance(v, bool):
+                yield (
+                    (replace(_sel(i, field), -0.0 if v == 0 else float(v)),),
+                    (f"{_tag(item)} {field} {v} written as {-0.0 if v == 0 else float(v)!r}"),
+                )
+
+
+# --------------------------------------------------------------------- completed service
+
+
+def _clients(data: Mapping[str, Any]) -> set[str]:
+    workload = data.get("workload") or {}
+    state = data.get("state") or {}
+    named = [*(workload.get("requests") or []), *(state.get("requests") or [])]
+    return {r["client"] for r in named if isinstance(r, Mapping) and r.get("client")}
+
+
+def _drop_service(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
+    state = data.get("state") or {}
+    if "completed_service" in state and _clients(data):
+        yield (remove("/state/completed_service"),), "the state drops its completed_service"
+
+
+def _unknown_service_client(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
+    state = data.get("state") or {}
+    if isinstance(state.get("completed_service"), Mapping):
+        known = _clients(data) | set(state["completed_service"])
+        names = (f"client-mutant-{k}" for k in range(len(known) + 1))
+        client = next(name for name in names if name not in known)
+        yield (
+            (add(f"/state/completed_service/{client}", 1),),
+            f"completed_service counts service for {client}, which no request names",
+        )
+
+
 # --------------------------------------------------------------------- results
 
 
@@ -1005,5 +1052,29 @@ OPERATORS: tuple[Operator, ...] = (
         " unchanged debit now charges rebuild rows as service",
         "RESULT.DEBIT.REBUILD_AS_SERVICE",
         _floor_raised,
+    ),
+    _op(
+        "schema.integer.float",
+        "plan",
+        "/{state/state_version,plan/selected/*/request_generation,...}",
+        "write an identity integer as a float (-0.0 for 0, n.0 otherwise)",
+        "SCHEMA.INTEGER.FLOAT",
+        _integer_as_float,
+    ),
+    _op(
+        "state.completed-service.drop",
+        "state",
+        "/state/completed_service",
+        "drop the completed-service ledger although the workload names clients",
+        "STATE.COMPLETED_SERVICE.MISSING",
+        _drop_service,
+    ),
+    _op(
+        "state.completed-service.unknown-client",
+        "state",
+        "/state/completed_service/-",
+        "count completed service for a client no request names",
+        "STATE.COMPLETED_SERVICE.UNKNOWN_CLIENT",
+        _unknown_service_client,
     ),
 )

@@ -1,146 +1,33 @@
 """What a policy sees and what it returns.
 
 A policy reads a published scheduler cut (`StateView`: running and waiting queues of
-`ReqState` views, budgets, the free KV pool) and fills a `PlanBuilder`: selected intervals,
+`LiveRequest` views, budgets, the free KV pool) and fills a `PlanBuilder`: selected intervals,
 recorded refusals, and preemption intents. The builder enforces the iteration budgets as
 the policy goes (sequence, token, KV blocks), so a refusal always names its budget. The
 engine then validates the finished `Plan` with the contract rules before executing it.
 
-Policies never see hidden truth: `ReqState` has no realized output length; the executor keeps
-it elsewhere. Policies must treat every `ReqState` as read-only; only the engine publishes.
+The vocabulary is the contract's (`cbaudit.contract`): a request is a `LiveRequest`, the work
+of an interval a `Phase`, a queue a `Queue`; nothing here translates between two copies.
+Policies never see hidden truth: a `LiveRequest` has no realized output length; the executor
+keeps it elsewhere. Policies must treat every `LiveRequest` as read-only; only the engine
+publishes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum
+from operator import attrgetter
 from typing import Any, Protocol
 
+from cbaudit.contract.live_request import LiveRequest
+from cbaudit.contract.plan_contract import phase_rank
+from cbaudit.contract.records import Phase
 from cbaudit.policies.budget import Reason, blocks_needed
 
-
-class QueueName(IntEnum):
-    """Queue membership of a request at a cut (its JSON spelling is `name.lower()`)."""
-
-    PENDING = 0  # declared but not yet arrived; invisible to policies
-    WAITING = 1
-    RUNNING = 2
-    SUSPENDED = 3
-    FINISHED = 4
-
-
-PREFILL_CHUNK = "PREFILL_CHUNK"
-DECODE_ROW = "DECODE_ROW"
-RECOMPUTE_CHUNK = "RECOMPUTE_CHUNK"  # rebuild after a recompute preemption (e >= 1, c < p+e-1)
-
-
-class ReqState:
-    """The factual service view of one request generation (engine-owned, policy-read-only).
-
-    Frontiers (article 0x01A): `p` prompt tokens, `e` emitted outputs, `c` computed tokens;
-    committed equals computed at every published cut. After a recompute preemption `c` drops
-    to 0 while `e` is kept: the logical stream `p + e` is rebuilt without re-emitting output.
-    """
-
-    __slots__ = (
-        "arrival",
-        "arrival_order",
-        "blocks",
-        "c",
-        "client",
-        "e",
-        "floor",
-        "gen",
-        "idx",
-        "last_emit",
-        "last_served",
-        "max_out",
-        "p",
-        "preemptions",
-        "priority",
-        "queue",
-        "readiness_reason",
-        "ready",
-        "rid",
-        "snapshot",
-        "tbt_limit",
-        "terminal",
-        "ttft_limit",
-    )
-
-    def __init__(
-        self,
-        idx: int,
-        rid: str,
-        gen: int,
-        p: int,
-        max_out: int,
-        arrival: float,
-        arrival_order: int,
-        priority: int,
-        client: str | None,
-    ) -> None:
-        self.idx = idx
-        self.rid = rid
-        self.gen = gen
-        self.p = p
-        self.max_out = max_out
-        self.arrival = arrival
-        self.arrival_order = arrival_order
-        self.priority = priority
-        self.client = client
-        self.e = 0
-        self.c = 0
-        self.snapshot = 0
-        self.queue = QueueName.PENDING
-        self.terminal = False
-        self.ready = True
-        self.readiness_reason: str | None = None
-        self.blocks = 0
-        self.preemptions = 0
-        # how far the stream had been computed before a recompute preemption discarded it
-        # (rows below it are re-computed overhead, not service)
-        self.floor = 0
-        self.last_served = -1  # iteration index of the last completed service, -1 if none
-        # SLO clocks (article 0x07), in clock units; None when the request declares none.
-        self.ttft_limit: float | None = None
-        self.tbt_limit: float | None = None
-        self.last_emit: float | None = None  # factual time of the latest output emission
-
-    @property
-    def logical_length(self) -> int:
-        return self.p + self.e
-
-    @property
-    def rebuild_floor(self) -> int | None:
-        """The published view's `rebuild_floor`: set only before the first token, after a
-        recompute preemption discarded computed prompt rows (None otherwise)."""
-        return self.floor if self.e == 0 and self.floor > 0 else None
-
-    @property
-    def remaining(self) -> int:
-        """Rows until the computed frontier catches the logical stream (`p + e - c`)."""
-        return self.p + self.e - self.c
-
-    @property
-    def is_decode(self) -> bool:
-        """True when the only legal ordinary work is one decode row."""
-        return self.e >= 1 and self.c == self.p + self.e - 1
-
-    @property
-    def is_recompute(self) -> bool:
-        """True while a preempted request rebuilds consumed history (e >= 1, c < p + e - 1)."""
-        return self.e >= 1 and self.c < self.p + self.e - 1
-
-    def phase_of(self, end: int) -> str:
-        """The derived annotation of interval [c, end) (not a field a policy may forge)."""
-        if self.is_decode and end == self.c + 1:
-            return DECODE_ROW
-        return RECOMPUTE_CHUNK if self.is_recompute else PREFILL_CHUNK
-
-    def __repr__(self) -> str:
-        return f"ReqState({self.rid}:{self.gen} p={self.p} e={self.e} c={self.c} {self.queue.name})"
+_PREFILL = Phase.PREFILL_CHUNK
+_DECODE = Phase.DECODE_ROW
+_REBUILD = Phase.RECOMPUTE_CHUNK
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,9 +51,9 @@ class StateView(Protocol):
     @property
     def budgets(self) -> BudgetsView: ...
     @property
-    def running(self) -> Sequence[ReqState]: ...  # admission order
+    def running(self) -> Sequence[LiveRequest]: ...  # admission order
     @property
-    def waiting(self) -> Sequence[ReqState]: ...  # queue order (FCFS; preempted at the front)
+    def waiting(self) -> Sequence[LiveRequest]: ...  # queue order (FCFS; preempted at the front)
     @property
     def free_blocks(self) -> int | None: ...
 
@@ -176,7 +63,9 @@ class PlanItem:
 
     __slots__ = ("end", "key", "phase", "req", "snapshot", "start")
 
-    def __init__(self, req: ReqState, start: int, end: int, phase: str, key: tuple[Any, ...]):
+    def __init__(
+        self, req: LiveRequest, start: int, end: int, phase: Phase, key: tuple[Any, ...]
+    ) -> None:
         self.req = req
         self.start = start
         self.end = end
@@ -195,16 +84,17 @@ class Plan:
 
     state_version: int
     items: list[PlanItem]
-    not_selected: list[tuple[ReqState, str]]
-    preempted: list[ReqState]
-    admitted: list[ReqState]
+    not_selected: list[tuple[LiveRequest, str]]
+    preempted: list[LiveRequest]
+    admitted: list[LiveRequest]
     tokens_used: int
     sequences_used: int
     blocks_used: int
-    rejected: list[ReqState] = field(default_factory=list)  # admission refused: terminal
+    rejected: list[LiveRequest] = field(default_factory=list)  # admission refused: terminal
 
 
-KeyFn = Callable[[ReqState, str], tuple[Any, ...]]
+KeyFn = Callable[[LiveRequest, Phase], tuple[Any, ...]]
+_ITEM_KEY = attrgetter("key")
 
 
 @dataclass
@@ -217,10 +107,10 @@ class PlanBuilder:
     seqs_left: int = field(init=False)
     free_blocks: int | None = field(init=False)
     items: list[PlanItem] = field(default_factory=list)
-    not_selected: list[tuple[ReqState, str]] = field(default_factory=list)
-    preempted: list[ReqState] = field(default_factory=list)
-    admitted: list[ReqState] = field(default_factory=list)
-    rejected: list[ReqState] = field(default_factory=list)
+    not_selected: list[tuple[LiveRequest, str]] = field(default_factory=list)
+    preempted: list[LiveRequest] = field(default_factory=list)
+    admitted: list[LiveRequest] = field(default_factory=list)
+    rejected: list[LiveRequest] = field(default_factory=list)
     _chosen: dict[int, PlanItem] = field(default_factory=dict)
     _blocks_used: int = 0
 
@@ -234,14 +124,14 @@ class PlanBuilder:
     def block_size(self) -> int | None:
         return self.view.budgets.kv_block_size
 
-    def chosen(self, req: ReqState) -> bool:
+    def chosen(self, req: LiveRequest) -> bool:
         return req.idx in self._chosen
 
-    def kv_needed(self, req: ReqState, n: int) -> int:
+    def kv_needed(self, req: LiveRequest, n: int) -> int:
         bs = self.view.budgets.kv_block_size
         return 0 if bs is None else blocks_needed(req.c, n, bs)
 
-    def refusal(self, req: ReqState, n: int) -> Reason | None:
+    def refusal(self, req: LiveRequest, n: int) -> Reason | None:
         """Which budget refuses `n` more rows for `req` now (None when all allow it)."""
         if n <= 0 or self.tokens_left < n:
             return (
@@ -255,7 +145,7 @@ class PlanBuilder:
             return Reason.DEFERRED_KV_BUDGET
         return None
 
-    def take(self, req: ReqState, n: int, *, admit: bool = False) -> Reason | None:
+    def take(self, req: LiveRequest, n: int, *, admit: bool = False) -> Reason | None:
         """Select [c, c+n) for `req` if every budget allows; else return the refusing reason."""
         reason = self.refusal(req, n)
         if reason is not None:
@@ -263,7 +153,7 @@ class PlanBuilder:
         self.select(req, n, admit=admit)
         return None
 
-    def select(self, req: ReqState, n: int, *, admit: bool = False) -> PlanItem:
+    def select(self, req: LiveRequest, n: int, *, admit: bool = False) -> PlanItem:
         """Select [c, c+n) unconditionally (the validator still checks every budget)."""
         start = req.c
         end = start + n
@@ -281,7 +171,7 @@ class PlanBuilder:
             self.admitted.append(req)
         return item
 
-    def unselect(self, req: ReqState) -> None:
+    def unselect(self, req: LiveRequest) -> None:
         """Remove a selected item again, returning its budgets (vLLM victim already placed)."""
         item = self._chosen.pop(req.idx)
         self.items.remove(item)
@@ -294,10 +184,10 @@ class PlanBuilder:
         if req in self.admitted:
             self.admitted.remove(req)
 
-    def defer(self, req: ReqState, reason: str) -> None:
+    def defer(self, req: LiveRequest, reason: str) -> None:
         self.not_selected.append((req, str(reason)))
 
-    def preempt(self, req: ReqState) -> None:
+    def preempt(self, req: LiveRequest) -> None:
         """Preempt `req` by recompute: its blocks return to the pool for this plan."""
         if req.idx in self._chosen:
             self.unselect(req)
@@ -306,14 +196,14 @@ class PlanBuilder:
         if self.free_blocks is not None:
             self.free_blocks += req.blocks
 
-    def reject(self, req: ReqState, reason: str) -> None:
+    def reject(self, req: LiveRequest, reason: str) -> None:
         """Refuse admission for good: a user-visible outcome, never counted as SLO success."""
         self.rejected.append(req)
         self.not_selected.append((req, str(reason)))
 
     def build(self) -> Plan:
-        items = sorted(self.items, key=lambda it: it.key)
-        tokens = sum(it.width for it in items)
+        items = sorted(self.items, key=_ITEM_KEY)
+        tokens = sum([it.end - it.start for it in items])
         return Plan(
             state_version=self.view.state_version,
             items=items,
@@ -337,54 +227,105 @@ class Policy(Protocol):
     @property
     def tie_break_key(self) -> tuple[str, ...]: ...
     @property
-    def phase_order(self) -> tuple[str, ...]: ...
+    def phase_order(self) -> tuple[Phase, ...]: ...
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None: ...
 
 
-def key_function(tie_break_key: Sequence[str], phase_order: Sequence[str]) -> KeyFn:
+#: The request attribute behind each tie-break field other than phase_rank.
+_KEY_ATTRS = {
+    "priority_rank": "priority",
+    "arrival_order": "arrival_order",
+    "request_id": "rid",
+    "request_generation": "gen",
+}
+
+
+def key_function(tie_break_key: Sequence[str], phase_order: Sequence[Phase]) -> KeyFn:
     """The declared tie-break key as a function of a request view and derived phase.
 
-    An unlisted RECOMPUTE_CHUNK ranks like PREFILL_CHUNK (the contract's `phase_rank`).
+    phase_rank is the contract's (`plan_contract.phase_rank`: an unlisted RECOMPUTE_CHUNK ranks
+    like PREFILL_CHUNK, any other unlisted phase after every listed one). The
+    key is built once per plan item, so the usual shapes get a function without a loop: no
+    phase_rank (one C-level attribute getter), or phase_rank first and then request fields.
     """
-    rank = {name: i for i, name in enumerate(phase_order)}
-    unlisted = len(rank)
-    if RECOMPUTE_CHUNK not in rank and PREFILL_CHUNK in rank:
-        rank[RECOMPUTE_CHUNK] = rank[PREFILL_CHUNK]
-    getters: dict[str, Callable[[ReqState, str], Any]] = {
-        "phase_rank": lambda r, ph: rank.get(ph, unlisted),
-        "priority_rank": lambda r, ph: r.priority,
-        "arrival_order": lambda r, ph: r.arrival_order,
-        "request_id": lambda r, ph: r.rid,
-        "request_generation": lambda r, ph: r.gen,
-    }
-    fns = tuple(getters[name] for name in tie_break_key)
-    if tuple(tie_break_key) == (
-        "phase_rank",
-        "priority_rank",
-        "arrival_order",
-        "request_id",
-        "request_generation",
-    ):
-        d_rank = rank.get(DECODE_ROW, unlisted)
-        p_rank = rank.get(PREFILL_CHUNK, unlisted)
-        r_rank = rank.get(RECOMPUTE_CHUNK, p_rank)
+    key = tuple(tie_break_key)
+    unknown = [name for name in key if name != "phase_rank" and name not in _KEY_ATTRS]
+    if unknown:
+        raise KeyError(unknown[0])
+    order = tuple(Phase(name) for name in phase_order)
+    d_rank = phase_rank(order, _DECODE)  # the contract's rule, computed once per phase
+    p_rank = phase_rank(order, _PREFILL)
+    r_rank = phase_rank(order, _REBUILD)
+    if "phase_rank" not in key:
+        return _field_key(key)
+    rest = key[1:]
+    if key[0] != "phase_rank" or "phase_rank" in rest or not rest:
+        return _general_key(key, d_rank, p_rank, r_rank)
+    if rest == ("arrival_order", "request_id", "request_generation"):
 
-        def fast(r: ReqState, ph: str) -> tuple[Any, ...]:
+        def fcfs(r: LiveRequest, ph: Phase) -> tuple[Any, ...]:
             return (
-                d_rank if ph == DECODE_ROW else (r_rank if ph == RECOMPUTE_CHUNK else p_rank),
+                d_rank if ph is _DECODE else (r_rank if ph is _REBUILD else p_rank),
+                r.arrival_order,
+                r.rid,
+                r.gen,
+            )
+
+        return fcfs
+    if rest == ("priority_rank", "arrival_order", "request_id", "request_generation"):
+
+        def default(r: LiveRequest, ph: Phase) -> tuple[Any, ...]:
+            return (
+                d_rank if ph is _DECODE else (r_rank if ph is _REBUILD else p_rank),
                 r.priority,
                 r.arrival_order,
                 r.rid,
                 r.gen,
             )
 
-        return fast
+        return default
+    fields = _field_key(rest)
 
-    def key(r: ReqState, ph: str) -> tuple[Any, ...]:
+    def ranked(r: LiveRequest, ph: Phase) -> tuple[Any, ...]:
+        return (d_rank if ph is _DECODE else (r_rank if ph is _REBUILD else p_rank), *fields(r, ph))
+
+    return ranked
+
+
+def _field_key(key: tuple[str, ...]) -> KeyFn:
+    """A key of request fields only (no phase_rank)."""
+    if len(key) == 1:
+        attr = _KEY_ATTRS[key[0]]
+        return lambda r, ph: (getattr(r, attr),)
+    getter = attrgetter(*(_KEY_ATTRS[name] for name in key))
+    return lambda r, ph: getter(r)
+
+
+def _general_key(key: tuple[str, ...], d_rank: int, p_rank: int, r_rank: int) -> KeyFn:
+    """Any other key shape (phase_rank not first, or listed twice): one getter per field."""
+
+    def rank_of(r: LiveRequest, ph: Phase) -> int:
+        return d_rank if ph is _DECODE else (r_rank if ph is _REBUILD else p_rank)
+
+    getters: list[Callable[[LiveRequest, Phase], Any]] = []
+    for name in key:
+        if name == "phase_rank":
+            getters.append(rank_of)
+        else:
+            getters.append(_attr_getter(_KEY_ATTRS[name]))
+    fns = tuple(getters)
+
+    def general(r: LiveRequest, ph: Phase) -> tuple[Any, ...]:
         return tuple(f(r, ph) for f in fns)
 
-    return key
+    return general
+
+
+def _attr_getter(attr: str) -> Callable[[LiveRequest, Phase], Any]:
+    """A (request, phase) getter of one request attribute."""
+    get = attrgetter(attr)
+    return lambda r, ph: get(r)
 
 
 def option(options: Mapping[str, Any], name: str, default: Any, kind: type) -> Any:

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from itertools import pairwise
 from typing import Any
 
-from cbaudit.policies.base import DECODE_ROW, PREFILL_CHUNK, PlanBuilder, StateView, option
+from cbaudit.contract.records import Phase
+from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.least_service import live, next_width, select_in_order
 
 DEFERRED_MLFQ_LEVEL = "DEFERRED_MLFQ_LEVEL"
@@ -28,7 +29,7 @@ class FastServeMlfqPolicy:
     policy_id = "fastserve-mlfq"
     policy_version = "skip-join-teaching.1"
     tie_break_key = ("phase_rank", "arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         unknown = sorted(set(options) - {"quanta", "alpha", "demotion_distance"})

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cbaudit.policies.base import DECODE_ROW, PREFILL_CHUNK, PlanBuilder, StateView
+from cbaudit.contract.records import Phase
+from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.least_service import live, select_in_order
 
 DEFERRED_FIFO_ORDER = "DEFERRED_FIFO_ORDER"
@@ -21,7 +22,7 @@ class FifoPolicy:
     policy_id = "fifo"
     policy_version = "1"
     tie_break_key = ("arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         if options:

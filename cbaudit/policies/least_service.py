@@ -20,15 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cbaudit.policies.base import (
-    DECODE_ROW,
-    PREFILL_CHUNK,
-    PlanBuilder,
-    QueueName,
-    ReqState,
-    StateView,
-    option,
-)
+from cbaudit.contract.live_request import LiveRequest
+from cbaudit.contract.records import Phase, Queue
+from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.budget import Reason
 
 DEFERRED_FAIR_SHARE = "DEFERRED_FAIR_SHARE"
@@ -42,7 +36,7 @@ def weighted_rows(start: int, end: int, prompt_tokens: int, w_p: int, w_q: int) 
     return w_p * n_p + w_q * (end - start - n_p)
 
 
-def client_of(r: ReqState) -> str:
+def client_of(r: LiveRequest) -> str:
     return r.client if r.client is not None else ""
 
 
@@ -54,7 +48,7 @@ class CompletedService:
         self.w_q = w_q
         self.counted: dict[int, int] = {}  # request index -> highest frontier counted
         self.service: dict[str, int] = {}
-        self._selected: list[ReqState] = []
+        self._selected: list[LiveRequest] = []
 
     def observe(self, view: StateView) -> dict[str, int]:
         """Publish service completed since the last cut; returns this cut's deltas."""
@@ -81,7 +75,7 @@ class CompletedService:
         return self.service.get(client, 0)
 
 
-def next_width(r: ReqState, tokens_left: int) -> int:
+def next_width(r: LiveRequest, tokens_left: int) -> int:
     """The next legal interval's width: one decode row, or the prefill cut to the budget."""
     if r.is_decode:
         return 1 if tokens_left >= 1 else 0
@@ -89,7 +83,7 @@ def next_width(r: ReqState, tokens_left: int) -> int:
 
 
 def select_in_order(
-    view: StateView, plan: PlanBuilder, ordered: Iterable[ReqState], reason: str
+    view: StateView, plan: PlanBuilder, ordered: Iterable[LiveRequest], reason: str
 ) -> None:
     """Take each candidate's next interval in order; defer the rest with their reason."""
     for r in ordered:
@@ -102,12 +96,12 @@ def select_in_order(
         if n <= 0 or plan.seqs_left <= 0:
             plan.defer(r, reason)
             continue
-        why = plan.take(r, n, admit=r.queue is QueueName.WAITING)
+        why = plan.take(r, n, admit=r.queue is Queue.WAITING)
         if why is not None:
             plan.defer(r, why)
 
 
-def live(view: StateView) -> list[ReqState]:
+def live(view: StateView) -> list[LiveRequest]:
     return [*view.running, *view.waiting]
 
 
@@ -115,7 +109,7 @@ class LeastServicePolicy:
     policy_id = "least-service"
     policy_version = "1"
     tie_break_key = ("phase_rank", "arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         unknown = sorted(set(options) - {"w_p", "w_q"})

@@ -26,15 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cbaudit.policies.base import (
-    DECODE_ROW,
-    PREFILL_CHUNK,
-    PlanBuilder,
-    QueueName,
-    ReqState,
-    StateView,
-    option,
-)
+from cbaudit.contract.live_request import LiveRequest
+from cbaudit.contract.records import Phase, Queue
+from cbaudit.policies.base import PlanBuilder, StateView, option
 
 COST_MODEL_ID = "exclusive_endpoint_lower_bound_v1"
 DEFERRED_SLACK_ORDER = "DEFERRED_SLACK_ORDER"
@@ -44,7 +38,7 @@ DEFERRED_SLACK_ORDER = "DEFERRED_SLACK_ORDER"
 class SlackView:
     """Deadline, headroom, predicted finish and slack of one candidate at one cut."""
 
-    req: ReqState
+    req: LiveRequest
     target: str  # "first" (TTFT clock) | "next" (TBT clock)
     deadline: float
     headroom: float
@@ -70,7 +64,7 @@ class LeastSlackPolicy:
         "request_id",
         "request_generation",
     )
-    phase_order: tuple[str, ...] = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order: tuple[Phase, ...] = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         opts = dict(options)
@@ -95,7 +89,7 @@ class LeastSlackPolicy:
         for name in ("tick_ms", "ttft_ms", "tbt_ms", "tick", "chunk_tokens"):
             opts.pop(name, None)
 
-    def slack_of(self, r: ReqState, now: float, token_budget: int) -> SlackView:
+    def slack_of(self, r: LiveRequest, now: float, token_budget: int) -> SlackView:
         """The candidate's factual deadline and predicted slack at `now`."""
         chunk = self.chunk or token_budget
         if r.e == 0:
@@ -145,6 +139,6 @@ class LeastSlackPolicy:
             if want <= 0:
                 plan.defer(r, DEFERRED_SLACK_ORDER)
                 continue
-            reason = plan.take(r, want, admit=r.queue == QueueName.WAITING)
+            reason = plan.take(r, want, admit=r.queue is Queue.WAITING)
             if reason is not None:
                 plan.defer(r, reason)

@@ -16,14 +16,8 @@ import heapq
 from collections.abc import Mapping
 from typing import Any
 
-from cbaudit.policies.base import (
-    DECODE_ROW,
-    PREFILL_CHUNK,
-    PlanBuilder,
-    QueueName,
-    StateView,
-    option,
-)
+from cbaudit.contract.records import Phase, Queue
+from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.budget import Reason
 
 
@@ -31,7 +25,7 @@ class OrcaPolicy:
     policy_id = "orca"
     policy_version = "1"
     tie_break_key = ("arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self.reserve = option(options, "reserve_max_tokens", False, bool)
@@ -54,7 +48,7 @@ class OrcaPolicy:
             if plan.seqs_left <= 0:
                 plan.defer(r, Reason.DEFERRED_SEQUENCE_BUDGET)
                 break
-            initiation = r.queue == QueueName.WAITING
+            initiation = r.queue is Queue.WAITING
             reserve = initiation and self.reserve and n_slots is not None
             if reserve and n_rsrv + r.p + r.max_out > (n_slots or 0):
                 plan.defer(r, Reason.DEFERRED_RESERVATION)

@@ -14,18 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cbaudit.policies.base import (
-    DECODE_ROW,
-    PREFILL_CHUNK,
-    PlanBuilder,
-    ReqState,
-    StateView,
-    option,
-)
+from cbaudit.contract.live_request import LiveRequest
+from cbaudit.contract.records import Phase
+from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.budget import Reason
 
 
-def _take_prefills(plan: PlanBuilder, view: StateView, prefills: list[ReqState], cap: int) -> None:
+def _take_prefills(
+    plan: PlanBuilder, view: StateView, prefills: list[LiveRequest], cap: int
+) -> None:
     """Running partial prefills then FCFS admissions, each chunked to the remaining cap."""
     for r in prefills:
         n = min(r.remaining, cap, plan.tokens_left)
@@ -46,9 +43,9 @@ def _take_prefills(plan: PlanBuilder, view: StateView, prefills: list[ReqState],
         cap -= n
 
 
-def _split(view: StateView, plan: PlanBuilder) -> tuple[list[ReqState], list[ReqState]]:
-    decodes: list[ReqState] = []
-    prefills: list[ReqState] = []
+def _split(view: StateView, plan: PlanBuilder) -> tuple[list[LiveRequest], list[LiveRequest]]:
+    decodes: list[LiveRequest] = []
+    prefills: list[LiveRequest] = []
     for r in view.running:
         if not r.ready:
             plan.defer(r, Reason.NOT_READY_REMOTE_KV)
@@ -63,7 +60,7 @@ class DecodeFirstPolicy:
     policy_id = "decode-first"
     policy_version = "1"
     tie_break_key = ("phase_rank", "arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self.prefill_reserve: int = option(options, "prefill_reserve", 0, int)
@@ -95,7 +92,7 @@ class PrefillFirstPolicy:
     policy_id = "prefill-first"
     policy_version = "1"
     tie_break_key = ("phase_rank", "arrival_order", "request_id", "request_generation")
-    phase_order = (PREFILL_CHUNK, DECODE_ROW)
+    phase_order = (Phase.PREFILL_CHUNK, Phase.DECODE_ROW)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self.decode_reserve: int = option(options, "decode_reserve", 0, int)

@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cbaudit.policies.base import DECODE_ROW, PREFILL_CHUNK, PlanBuilder, ReqState, StateView
+from cbaudit.contract.live_request import LiveRequest
+from cbaudit.contract.records import Phase
+from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.least_service import client_of, live, select_in_order
 
 DEFERRED_GROUP_QUOTA = "DEFERRED_GROUP_QUOTA"
@@ -29,7 +31,7 @@ def _groups(options: Mapping[str, Any], default: list[str]) -> list[str]:
     return groups
 
 
-def _order(reqs: list[ReqState], groups: list[str]) -> list[ReqState]:
+def _order(reqs: list[LiveRequest], groups: list[str]) -> list[LiveRequest]:
     rank = {g: i for i, g in enumerate(groups)}
     return sorted(reqs, key=lambda r: (rank.get(client_of(r), len(rank)), r.arrival_order, r.rid))
 
@@ -38,7 +40,7 @@ class ReuseGreedyPolicy:
     policy_id = "reuse-greedy"
     policy_version = "1"
     tie_break_key = ("arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         unknown = sorted(set(options) - {"groups"})
@@ -54,7 +56,7 @@ class PrefixQuotaPolicy:
     policy_id = "prefix-quota"
     policy_version = "teaching-quota.1"
     tie_break_key = ("arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         unknown = sorted(set(options) - {"quota"})

@@ -18,7 +18,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from cbaudit.policies.base import DECODE_ROW, PREFILL_CHUNK, PlanBuilder, StateView, option
+from cbaudit.contract.records import Phase
+from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.least_service import live, select_in_order
 
 DEFERRED_PRIORITY = "DEFERRED_PRIORITY"
@@ -28,7 +29,7 @@ class StaticPriorityPolicy:
     policy_id = "static-priority"
     policy_version = "1"
     tie_break_key = ("priority_rank", "arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         if options:
@@ -43,7 +44,7 @@ class PriorityAgingPolicy:
     policy_id = "priority-aging"
     policy_version = "1"
     tie_break_key = ("arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         unknown = sorted(set(options) - {"q_age"})

@@ -31,15 +31,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from cbaudit.policies.base import (
-    DECODE_ROW,
-    PREFILL_CHUNK,
-    PlanBuilder,
-    QueueName,
-    ReqState,
-    StateView,
-    option,
-)
+from cbaudit.contract.live_request import LiveRequest
+from cbaudit.contract.records import Phase, Queue
+from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.budget import Reason
 
 BYTES_PER_ROW = 131_072
@@ -59,7 +53,7 @@ def _fraction(options: Mapping[str, Any], name: str, default: float) -> float:
 class ReservationPolicy:
     policy_version: str = "1"
     tie_break_key: tuple[str, ...] = ("arrival_order", "request_id", "request_generation")
-    phase_order: tuple[str, ...] = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order: tuple[Phase, ...] = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, mode: str, options: Mapping[str, Any]) -> None:
         if mode not in MODES:
@@ -83,7 +77,7 @@ class ReservationPolicy:
         self.point = _fraction(opts, "point_fraction", 0.5)
         self.quantile = _fraction(opts, "quantile_fraction", 0.9)
         self._end: dict[int, int] = {}  # reservation end (rows) of each admitted request
-        self._held: dict[int, ReqState] = {}
+        self._held: dict[int, LiveRequest] = {}
         self.counters = {
             "admission_intents": 0,
             "deferred_capacity": 0,
@@ -97,14 +91,14 @@ class ReservationPolicy:
 
     # ------------------------------------------------------------------ arithmetic
 
-    def forecast(self, r: ReqState) -> int:
+    def forecast(self, r: LiveRequest) -> int:
         """G_hat for `r` from online facts only (max_output_tokens and the mode)."""
         if self.mode == "maximum":
             return r.max_out
         frac = self.point if self.mode == "point" else self.quantile
         return max(1, math.ceil(frac * r.max_out))
 
-    def reservation_end(self, r: ReqState) -> int:
+    def reservation_end(self, r: LiveRequest) -> int:
         """Rows held when the forecast trajectory ends: p + max(G_hat, e) - 1."""
         return r.p + max(self.forecast(r), r.e) - 1
 
@@ -196,7 +190,7 @@ class ReservationPolicy:
 
     def _release_finished(self) -> None:
         for idx, r in list(self._held.items()):
-            if r.terminal or r.queue == QueueName.FINISHED:
+            if r.terminal or r.queue is Queue.FINISHED:
                 committed = r.p + r.e - 1
                 self.counters["unused_rows_at_finish"] += max(self._end.pop(idx, 0) - committed, 0)
                 del self._held[idx]

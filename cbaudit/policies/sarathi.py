@@ -7,7 +7,8 @@ FCFS order while the sequence, token and KV budgets allow, each chunked to what 
 
 from __future__ import annotations
 
-from cbaudit.policies.base import DECODE_ROW, PREFILL_CHUNK, PlanBuilder, StateView
+from cbaudit.contract.records import Phase
+from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.budget import Reason
 
 
@@ -15,7 +16,7 @@ class SarathiServePolicy:
     policy_id = "sarathi-serve"
     policy_version = "1"
     tie_break_key = ("phase_rank", "arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         partial = []

@@ -7,7 +7,8 @@ fixed-batch barrier) and nobody joins until the longest member finishes.
 
 from __future__ import annotations
 
-from cbaudit.policies.base import DECODE_ROW, PREFILL_CHUNK, PlanBuilder, StateView
+from cbaudit.contract.records import Phase
+from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.budget import Reason
 
 
@@ -15,7 +16,7 @@ class StaticPolicy:
     policy_id = "static"
     policy_version = "1"
     tie_break_key = ("arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         if view.running:

@@ -36,21 +36,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cbaudit.policies.base import (
-    DECODE_ROW,
-    PREFILL_CHUNK,
-    PlanBuilder,
-    ReqState,
-    StateView,
-    option,
-)
+from cbaudit.contract.live_request import LiveRequest
+from cbaudit.contract.records import Phase
+from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.budget import Reason, ceil_div
 
 
 class VllmV1Policy:
     policy_id = "vllm-v1"
     policy_version = "0.23.0-rules.1"
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
     exact_runtime_reproduction = False
     # vLLM runs a step whose schedule() only preempted (rule `step.preempt_only`): the engine
     # counts such a plan as one iteration instead of asking again at the same cut.
@@ -99,7 +94,7 @@ class VllmV1Policy:
         self._waiting_pass(view, plan, len(running), waiting)
 
     def _running_pass(
-        self, view: StateView, plan: PlanBuilder, running: list[ReqState]
+        self, view: StateView, plan: PlanBuilder, running: list[LiveRequest]
     ) -> tuple[int, bool]:
         """Schedule running requests in list order; (index the pass stopped at, preempted?)."""
         preempted = False
@@ -135,7 +130,7 @@ class VllmV1Policy:
         return i, preempted
 
     def _waiting_pass(
-        self, view: StateView, plan: PlanBuilder, n_running: int, waiting: Iterable[ReqState]
+        self, view: StateView, plan: PlanBuilder, n_running: int, waiting: Iterable[LiveRequest]
     ) -> None:
         """Admit waiting requests in queue order until one cannot be admitted."""
         rest = iter(waiting)
@@ -160,7 +155,7 @@ class VllmV1Policy:
 
     # ------------------------------------------------------------------ the rules
 
-    def _new_tokens(self, r: ReqState, view: StateView, budget: int, *, running: bool) -> int:
+    def _new_tokens(self, r: LiveRequest, view: StateView, budget: int, *, running: bool) -> int:
         """Tokens `r` asks for: its remaining stream, clamped by the threshold and the budget
         (and, for a running request, by `max_model_len - 1 - c`)."""
         n = r.p + r.e - r.c
@@ -172,7 +167,7 @@ class VllmV1Policy:
             n = min(n, self.max_model_len - 1 - r.c)
         return n
 
-    def _admit(self, r: ReqState, n: int, view: StateView, plan: PlanBuilder) -> str | None:
+    def _admit(self, r: LiveRequest, n: int, view: StateView, plan: PlanBuilder) -> str | None:
         """Admit a waiting request for `n` tokens, or say why not (the waiting pass stops)."""
         bs = view.budgets.kv_block_size
         if self.full_sequence_must_fit and bs is not None and plan.free_blocks is not None:
@@ -183,17 +178,17 @@ class VllmV1Policy:
                 return Reason.DEFERRED_KV_FULL_SEQUENCE
         return plan.take(r, n, admit=True)
 
-    def _victim(self, running: list[ReqState]) -> ReqState:
+    def _victim(self, running: list[LiveRequest]) -> LiveRequest:
         if self.mode == "priority":  # the first of the largest (priority, arrival)
             return max(running, key=lambda r: (r.priority, r.arrival, r.arrival_order))
         return running[-1]
 
-    def _waiting_order(self, view: StateView) -> Iterable[ReqState]:
+    def _waiting_order(self, view: StateView) -> Iterable[LiveRequest]:
         if self.mode == "priority":
             return sorted(view.waiting, key=lambda r: (r.priority, r.arrival, r.arrival_order))
         return view.waiting
 
-    def _explain_rest(self, plan: PlanBuilder, rest: Iterable[ReqState], reason: str) -> None:
+    def _explain_rest(self, plan: PlanBuilder, rest: Iterable[LiveRequest], reason: str) -> None:
         """Give `reason` to each waiting request left unvisited that ranks ahead of the worst
         selected work (the contract asks a reason for every such request, none for others).
 

@@ -24,14 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cbaudit.policies.base import (
-    DECODE_ROW,
-    PREFILL_CHUNK,
-    PlanBuilder,
-    QueueName,
-    StateView,
-    option,
-)
+from cbaudit.contract.records import Phase, Queue
+from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.budget import Reason
 from cbaudit.policies.least_service import (
     DEFERRED_FAIR_SHARE,
@@ -76,7 +70,7 @@ class VtcPolicy:
     policy_id = "vtc"
     policy_version = "1"
     tie_break_key = ("phase_rank", "arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self.w_p, self.w_q = _weights(options)
@@ -120,7 +114,7 @@ class VtcCompletionReconciledPolicy:
     policy_id = "vtc-completion-reconciled"
     policy_version = "completion_reconciled_vtc_teaching_v1"
     tie_break_key = ("phase_rank", "arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self.w_p, self.w_q = _weights(options)
@@ -159,12 +153,12 @@ class VtcCompletionReconciledPolicy:
             )
             r = min(
                 (w for w in candidates if client_of(w) == client),
-                key=lambda w: (w.queue is not QueueName.RUNNING, w.arrival_order, w.rid),
+                key=lambda w: (w.queue is not Queue.RUNNING, w.arrival_order, w.rid),
             )
             candidates.remove(r)
             n = next_width(r, plan.tokens_left)
             why = (
-                plan.take(r, n, admit=r.queue is QueueName.WAITING)
+                plan.take(r, n, admit=r.queue is Queue.WAITING)
                 if n > 0 and plan.seqs_left > 0
                 else DEFERRED_FAIR_SHARE
             )

@@ -5,6 +5,18 @@ from the online projection -> the plan is validated with the contract rules -> t
 executor runs one iteration, reading hidden truth only to decide when a request stops -> the
 result is validated -> only completed progress is published.
 
+`Engine.run` is that loop, one named step per stage (`Engine.iterate`):
+
+    admit     arrived requests join the waiting queue (or the clock idles to the next arrival)
+    choose    publish the next cut (state version) and let the policy fill a plan from it
+    validate  check the plan, and the views it read, with the contract
+    execute   carry out the plan's preemptions and rejections, then run one iteration
+    publish   admissions and finished requests change queues; the result is checked; the
+              iteration's figures are recorded
+
+Each step reads and writes the engine's loop state (queues, clock, counters) and is tested on
+its own (`tests/sim/test_engine_steps.py`).
+
 The loop is built for speed: queues are updated incrementally, and every plan and result is
 checked by the contract's incremental validator (`cbaudit.contract.live`), which applies the
 contract's own rule functions to the engine's request objects and re-checks only what changed
@@ -25,6 +37,7 @@ from typing import Any, Protocol
 
 from cbaudit.contract.issues import Issue
 from cbaudit.contract.live import LiveContract
+from cbaudit.contract.live_request import LiveRequest
 from cbaudit.contract.records import (
     Phase,
     PolicyIdentity,
@@ -35,19 +48,23 @@ from cbaudit.contract.records import (
 )
 from cbaudit.model import InputError
 from cbaudit.policies.base import (
-    DECODE_ROW,
     BudgetsView,
+    Plan,
     PlanBuilder,
     PlanItem,
     Policy,
-    QueueName,
-    ReqState,
     key_function,
 )
 from cbaudit.policies.budget import blocks_held
 from cbaudit.sim.records_io import UNSTATED_REASON, plan_json, result_json, state_json
 from cbaudit.sim.step import StepShape
 from cbaudit.sim.workload import ClockUnit, Workload
+
+# module constants: reading an Enum member off its class costs an attribute lookup per use
+_DECODE = Phase.DECODE_ROW
+_WAITING = Queue.WAITING
+_RUNNING = Queue.RUNNING
+_FINISHED = Queue.FINISHED
 
 
 class Validation(StrEnum):
@@ -102,7 +119,7 @@ class ReplayRun:
 
     workload: Workload
     identity: PolicyIdentity
-    requests: list[ReqState]
+    requests: list[LiveRequest]
     stats: list[RequestStats]
     rows_per_iteration: list[int]  # selected request generations per iteration (index i -> i+1)
     tokens_per_iteration: list[int]
@@ -118,13 +135,49 @@ class ReplayRun:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+class Executed:
+    """What executing one plan did: the input of `Engine.publish`."""
+
+    __slots__ = ("done", "n_tokens", "plan", "progressed", "start", "terminal")
+
+    def __init__(
+        self,
+        plan: Plan,
+        start: float,
+        done: list[tuple[PlanItem, int, int]] | None,
+        terminal: list[tuple[LiveRequest, str]],
+        n_tokens: int,
+        progressed: bool,
+    ) -> None:
+        self.plan = plan
+        self.start = start  # the iteration's start time (it ends at the engine's `now`)
+        # (item, emitted before, computed before) per executed item, kept only when the result
+        # is validated or traced
+        self.done = done
+        self.terminal = terminal  # (request, reason) of every request this iteration finished
+        self.n_tokens = n_tokens
+        self.progressed = progressed  # some row was semantic service (not only a rebuild)
+
+
+def step_shape(items: Sequence[PlanItem]) -> StepShape:
+    """The cost model's view of one iteration: decode contexts and prefill chunks."""
+    dec: list[int] = []
+    chunks: list[tuple[int, int]] = []
+    for item in items:
+        if item.phase is _DECODE:
+            dec.append(item.end)
+        else:
+            chunks.append((item.start, item.end))
+    return StepShape(tuple(dec), tuple(chunks))
+
+
 @dataclass(frozen=True)
 class InitialView:
     """A request's published view at the first cut (for scenario fixtures)."""
 
     emitted: int
     computed: int
-    queue: QueueName
+    queue: Queue
     snapshot_version: int = 0
     ready: bool = True
     readiness_reason: str | None = None
@@ -150,8 +203,8 @@ class _View:
         iteration: int,
         now: float,
         budgets: BudgetsView,
-        running: Sequence[ReqState],
-        waiting: Sequence[ReqState],
+        running: Sequence[LiveRequest],
+        waiting: Sequence[LiveRequest],
         free_blocks: int | None,
     ) -> None:
         self.state_version = state_version
@@ -183,7 +236,7 @@ def _slo_units(limit_ms: float | None, workload: Workload) -> float | None:
 
 
 class Engine:
-    """One replay of one workload under one policy and cost model."""
+    """One replay of one workload under one policy and cost model (run it once)."""
 
     def __init__(
         self,
@@ -219,18 +272,9 @@ class Engine:
         # None: preemption by recompute; a cbaudit.sim.preemption_swap.SwapPreemption: by swap
         self.preemption = preemption
         self.slot_clock = bool(getattr(cost, "is_unit", False))
-        clock = workload.clock
-        if self.slot_clock or clock.unit is ClockUnit.MS:
-            self.ms_per_unit = 1.0
-        elif clock.tick_ms is not None:
-            self.ms_per_unit = clock.tick_ms
-        else:
-            raise InputError.at(
-                "REPLAY.CLOCK.NO_TICK_MS",
-                "a tick clock needs tick_ms to run under a millisecond cost model",
-                workload.source,
-                pointer="/clock",
-            )
+        # a plan that only preempts is one iteration for a policy that says so (vLLM)
+        self.preempt_only_steps = bool(getattr(policy, "preempt_only_is_a_step", False))
+        self.ms_per_unit = self._ms_per_unit(workload)
         b = workload.budgets
         self.budgets = BudgetsView(
             b.token_budget,
@@ -240,10 +284,35 @@ class Engine:
             b.long_prefill_token_threshold,
         )
         self.key_fn = key_function(policy.tie_break_key, policy.phase_order)
-        self.reqs: list[ReqState] = []
+        self.reqs: list[LiveRequest] = []
         self.realized: list[int] = []  # executor only: hidden truth, never shown to policies
+        self._declare_requests(workload)
+        self.initial = dict(initial or {})
+        # test hook: also validate full records every iteration and require the same issues
+        self.cross_check = cross_check and validation is not Validation.OFF
+        self._contract: WorkloadManifest | None = None
+        if validation is not Validation.OFF:
+            self._contract = WorkloadManifest.from_json(self.workload.to_manifest())
+        self._init_loop_state()
+
+    def _ms_per_unit(self, workload: Workload) -> float:
+        """Milliseconds per clock unit for the cost model's step times."""
+        clock = workload.clock
+        if self.slot_clock or clock.unit is ClockUnit.MS:
+            return 1.0
+        if clock.tick_ms is not None:
+            return clock.tick_ms
+        raise InputError.at(
+            "REPLAY.CLOCK.NO_TICK_MS",
+            "a tick clock needs tick_ms to run under a millisecond cost model",
+            workload.source,
+            pointer="/clock",
+        )
+
+    def _declare_requests(self, workload: Workload) -> None:
+        """One live request view per declaration; the hidden truth kept apart."""
         for i, d in enumerate(workload.requests):
-            r = ReqState(
+            r = LiveRequest(
                 i,
                 d.request_id,
                 d.request_generation,
@@ -259,395 +328,489 @@ class Engine:
                 r.tbt_limit = _slo_units(d.slo.get("tbt_ms"), workload)
             self.reqs.append(r)
             self.realized.append(workload.realized_output(d))
-        self.initial = dict(initial or {})
-        # test hook: also validate full records every iteration and require the same issues
-        self.cross_check = cross_check and validation is not Validation.OFF
-        self._contract: WorkloadManifest | None = None
-        if validation is not Validation.OFF:
-            self._contract = WorkloadManifest.from_json(self.workload.to_manifest())
 
-    # ------------------------------------------------------------------ run
+    def _init_loop_state(self) -> None:
+        """The loop's state before the first cut (queues, clock, counters, series)."""
+        bs = self.budgets.kv_block_size
+        self.free: int | None = self.budgets.kv_total_blocks if bs is not None else None
+        self.waiting: deque[LiveRequest] = deque()
+        self.running: list[LiveRequest] = []
+        self.stats = [RequestStats() for _ in self.reqs]
+        self.rows: list[int] = []  # selected request generations per iteration
+        self.tokens_iter: list[int] = []
+        self.end_times: list[float] = []
+        self.tbt: list[float] = []
+        self.findings: list[EngineFinding] = []
+        self.service: dict[str, int] = {}  # completed semantic service per client
+        self.now = 0.0
+        self.iteration = 0  # executed (or idle slot-clock) iterations
+        self.version = 0  # published cuts (= decisions)
+        self.finished = 0
+        self.target = len(self.reqs)  # the replay completes when this many have finished
+        self.preemptions = 0
+        self.stop: str | None = None  # why the replay ended (None while it runs)
+        self.live: LiveContract | None = None
+        self._pending: list[LiveRequest] = []  # not yet arrived, in arrival order
+        self._next = 0  # index in `_pending` of the next arrival
+        self._keep_done = self._contract is not None or self.trace is not None
+        self._records: tuple[Any, Any] = (None, None)  # this cut's state and plan JSON
+        self._stall_limit = 0
+        self._stalled = 0
+
+    # ------------------------------------------------------------------ the loop
 
     def run(self) -> ReplayRun:
-        reqs = self.reqs
-        n = len(reqs)
-        bs = self.budgets.kv_block_size
-        free: int | None = self.budgets.kv_total_blocks if bs is not None else None
-        waiting: deque[ReqState] = deque()
-        running: list[ReqState] = []
-        stats = [RequestStats() for _ in reqs]
-        rows: list[int] = []
-        tokens_iter: list[int] = []
-        end_times: list[float] = []
-        tbt: list[float] = []
-        findings: list[EngineFinding] = []
-        service: dict[str, int] = {}
-        now = 0.0
-        iteration = 0
-        version = 0
-        finished = 0
-        preemptions = 0
-        stop = "completed"
-        validation = self.validation
-        trace = self.trace
-        slot_clock = self.slot_clock
-        key_fn = self.key_fn
-        horizon = self.horizon
-        preempt_only_steps = bool(getattr(self.policy, "preempt_only_is_a_step", False))
+        """Replay the workload until every request finished or a stop, and report it."""
+        self.start()
+        while self.stop is None and self.finished < self.target:
+            self.iterate()
+        return self.report()
 
-        live: LiveContract | None = None
+    def start(self) -> None:
+        """Set up the first cut: the initial views, the arrival order, the trace header, and
+        the refusal of a replay that could never end."""
         if self._contract is not None:
-            live = LiveContract(
-                self._contract,
-                {QueueName.WAITING: Queue.WAITING, QueueName.RUNNING: Queue.RUNNING},
-                unstated_reason=UNSTATED_REASON,
-            )
-        cross_check = self.cross_check
-
-        def push_waiting(r: ReqState) -> None:
-            if live is not None:
-                live.enter_waiting(r)
-
-        ptr = 0
+            self.live = LiveContract(self._contract, unstated_reason=UNSTATED_REASON)
         if self.initial:
-            ptr = self._apply_initial(waiting, running, stats)
-            if bs is not None and free is not None:
-                free -= sum(r.blocks for r in running)
-            finished = sum(1 for r in reqs if r.queue is QueueName.FINISHED)
-            for r in waiting:
-                push_waiting(r)
-            if live is not None:
-                for r in running:
-                    live.touch(r)
-        order = [r for r in reqs if r.queue is QueueName.PENDING]
-        n_pending = len(order)
-        ptr = 0
-
-        if trace is not None:
-            trace.write("workload", self.workload.to_manifest())
-
+            self._apply_initial()
+        self._pending = [r for r in self.reqs if r.queue is None]
+        if self.trace is not None:
+            self.trace.write("workload", self.workload.to_manifest())
         # Only an unbounded replay is refused up front: one bounded by a horizon or a decision
         # count (a snapshot replayed for one decision) ends anyway and may be exactly that.
-        unbounded = horizon is None and self.max_decisions is None
-        too_large = self._exceeding_pool(reqs) if bs is not None and unbounded else []
-        if too_large:
-            findings.extend(too_large[: self.max_findings])
-            stop = "kv_capacity"
-            n = finished  # nothing runs: a request that can never fit would cycle forever
+        if self.horizon is None and self.max_decisions is None:
+            too_large = self._exceeding_pool(self.reqs)
+            if too_large:
+                self.findings.extend(too_large[: self.max_findings])
+                self.stop = "kv_capacity"  # a request that can never fit would cycle forever
         # A livelock detector: iterations in a row that completed work but no semantic service
-        # (only rows rebuilt after preemption). Real progress always completes a semantic row or
-        # an output; outstanding rebuild work is bounded by the rows of the whole workload.
-        stall_limit = 2 * sum(r.p + self.realized[r.idx] for r in reqs) + 1000
-        stalled = 0
+        # (only rows rebuilt after preemption). Real progress always completes a semantic row
+        # or an output; outstanding rebuild work is bounded by the rows of the whole workload.
+        self._stall_limit = 2 * sum(r.p + self.realized[r.idx] for r in self.reqs) + 1000
 
-        while finished < n:
-            while ptr < n_pending and order[ptr].arrival <= now:
-                r = order[ptr]
-                r.queue = QueueName.WAITING
-                waiting.append(r)
-                push_waiting(r)
-                ptr += 1
-            if not waiting and not running:
-                if ptr >= n_pending:
-                    break
-                nxt = order[ptr].arrival
-                if slot_clock:
-                    nxt = float(math.ceil(nxt))
-                    gap = int(nxt - now)
-                    if horizon is not None and iteration + gap >= horizon:
-                        rows.extend([0] * (horizon - iteration))
-                        tokens_iter.extend([0] * (horizon - iteration))
-                        end_times.extend(float(t) for t in range(iteration + 1, horizon + 1))
-                        iteration = horizon
-                        now = float(horizon)
-                        stop = "horizon"
-                        break
-                    rows.extend([0] * gap)
-                    tokens_iter.extend([0] * gap)
-                    end_times.extend(now + k + 1 for k in range(gap))
-                    iteration += gap
-                now = nxt
-                continue
-            if horizon is not None and iteration >= horizon:
-                stop = "horizon"
-                break
-            if iteration >= self.max_iterations:
-                stop = "max_iterations"
-                break
+    def iterate(self) -> None:
+        """One pass of the control loop: arrivals, then one decision, checked and carried out."""
+        self.admit()
+        if not self.waiting and not self.running:
+            self.idle()
+            return
+        if self.at_limit():
+            return
+        plan = self.choose()
+        if not self.validate(plan):
+            return
+        step = self.execute(plan)
+        if step is None:
+            self.wait(plan)
+        else:
+            self.publish(step)
 
-            if self.max_decisions is not None and version >= self.max_decisions:
-                stop = "max_decisions"
-                break
-            version += 1
-            if self.preemption is not None and self.preemption.swapped:
-                if live is not None:  # a restored request becomes ready with a new snapshot
-                    for r, _ in self.preemption.swapped.values():
-                        live.touch(r)
-                free = self.preemption.swap_in(free, bs)  # restore swapped-out K/V that fits
-            view = _View(version, iteration + 1, now, self.budgets, running, waiting, free)
-            builder = PlanBuilder(view, key_fn)
-            self.policy.choose(view, builder)
-            plan = builder.build()
+    # ------------------------------------------------------------------ admit
 
-            state_rec: Any = None
-            plan_rec: Any = None
-            if live is not None or trace is not None:
-                issues: list[tuple[str, str, str]] = []
-                if trace is not None or cross_check:
-                    state_rec = state_json(
-                        self.workload.workload_id, version, now, (*running, *waiting), service
-                    )
-                    plan_rec = plan_json(
-                        plan,
-                        version,
-                        self.identity.policy_id,
-                        self.identity.policy_version,
-                        self.workload.budgets.to_json(),
-                    )
-                    if trace is not None:
-                        trace.write("state", state_rec)
-                        trace.write("plan", plan_rec)
-                if live is not None:
-                    found = live.check_plan(plan, version, running, waiting)
-                    if cross_check:
-                        found = self._cross_check(found, self._contract_plan(state_rec, plan_rec))
-                    if found:
-                        issues = [(i.code, i.message, i.record) for i in found]
-                    if free is not None:
-                        released = sum(v.blocks for v in plan.preempted)
-                        if plan.blocks_used > free + released:
-                            issues.append(
-                                (
-                                    "REPLAY.KV.BUDGET_EXCEEDED",
-                                    f"plan needs {plan.blocks_used} KV blocks,"
-                                    f" {free + released} are free after preemption",
-                                    "plan",
-                                )
-                            )
-                if issues:
-                    for code, msg, rec in issues:
-                        if len(findings) < self.max_findings:
-                            findings.append(EngineFinding(code, msg, iteration + 1, rec))
-                    stop = "contract_violation"
-                    break
+    def admit(self) -> None:
+        """Requests that have arrived by `now` join the back of the waiting queue."""
+        pending = self._pending
+        i = self._next
+        now = self.now
+        if i >= len(pending) or pending[i].arrival > now:
+            return
+        n = len(pending)
+        waiting = self.waiting
+        while i < n and pending[i].arrival <= now:
+            r = pending[i]
+            r.queue = _WAITING
+            waiting.append(r)
+            self._enter_waiting(r)
+            i += 1
+        self._next = i
 
-            # preemption by recompute: release blocks, keep emitted output, requeue at the front
-            for victim in plan.preempted:
-                preemptions += 1
-                victim.preemptions += 1
-                if self.preemption is not None:  # exact preservation: frontiers kept off-device
-                    self.preemption.swap_out(victim)
-                else:
-                    victim.floor = max(victim.floor, victim.c)
-                    victim.c = 0
-                if free is not None:
-                    free += victim.blocks
-                victim.blocks = 0
-                running.remove(victim)
-                victim.queue = QueueName.WAITING
-                victim.snapshot += 1
-                waiting.appendleft(victim)
-                push_waiting(victim)
+    def idle(self) -> None:
+        """Nothing is live: the clock jumps to the next arrival, or the replay is complete."""
+        if self._next >= len(self._pending):
+            self.stop = "completed"
+            return
+        nxt = self._pending[self._next].arrival
+        if self.slot_clock:
+            nxt = float(math.ceil(nxt))
+            gap = int(nxt - self.now)
+            horizon = self.horizon
+            if horizon is not None and self.iteration + gap >= horizon:
+                self._idle_to_horizon(horizon)
+                return
+            self._idle_iterations(gap)
+        self.now = nxt
 
-            # admission refused for good (bounded admission): terminal, never served
-            for rej in plan.rejected:
-                rej.terminal = True
-                rej.ready = False
-                rej.queue = QueueName.FINISHED
-                stats[rej.idx].finish_reason = "rejected"
-                finished += 1
-            if plan.rejected:
-                gone = {r.idx for r in plan.rejected}
-                kept = [r for r in waiting if r.idx not in gone]
-                waiting.clear()
-                waiting.extend(kept)
+    def _idle_iterations(self, gap: int) -> None:
+        """`gap` empty slot-clock iterations, one tick each."""
+        now = self.now
+        self.rows.extend([0] * gap)
+        self.tokens_iter.extend([0] * gap)
+        self.end_times.extend(now + k + 1 for k in range(gap))
+        self.iteration += gap
 
-            # a plan that only preempts is one iteration for a policy that says so (vLLM)
-            if not plan.items and not (plan.preempted and preempt_only_steps):
-                if plan.preempted or plan.rejected:
-                    continue
-                if ptr < n_pending:
-                    nxt = order[ptr].arrival
-                    if slot_clock:
-                        nxt = float(max(math.ceil(nxt), now + 1))
-                        gap = int(nxt - now)
-                        rows.extend([0] * gap)
-                        tokens_iter.extend([0] * gap)
-                        end_times.extend(now + k + 1 for k in range(gap))
-                        iteration += gap
-                    now = nxt
-                    continue
-                pool = (
-                    f"; K/V pool: {free} of {self.budgets.kv_total_blocks} blocks free"
-                    " (a policy that never preempts can fill it with partly served requests)"
-                    if free is not None
-                    else ""
-                )
-                findings.append(
-                    EngineFinding(
-                        "REPLAY.NO_PROGRESS",
-                        f"policy {self.identity.policy_id} selected nothing with"
-                        f" {len(running)} running and {len(waiting)} waiting requests and no"
-                        f" arrival pending: the replay cannot advance{pool}",
-                        iteration + 1,
-                        "engine",
-                    )
-                )
-                stop = "no_progress"
-                break
+    def _idle_to_horizon(self, horizon: int) -> None:
+        """Empty slot-clock iterations up to the horizon, which ends the replay."""
+        gap = horizon - self.iteration
+        self.rows.extend([0] * gap)
+        self.tokens_iter.extend([0] * gap)
+        self.end_times.extend(float(t) for t in range(self.iteration + 1, horizon + 1))
+        self.iteration = horizon
+        self.now = float(horizon)
+        self.stop = "horizon"
 
-            # ---------------------------------------------------------- execute one iteration
-            iteration += 1
-            start = now
-            if slot_clock:
-                dt = 1.0
-            elif not plan.items:
-                dt = 0.0  # a step that only preempted ran no model work
-            else:
-                dec: list[int] = []
-                chunks: list[tuple[int, int]] = []
-                for item in plan.items:
-                    if item.phase == DECODE_ROW:
-                        dec.append(item.end)
-                    else:
-                        chunks.append((item.start, item.end))
-                dt = self.cost.step_time_ms(StepShape(tuple(dec), tuple(chunks))) / self.ms_per_unit
-            if self.preemption is not None:  # swap transfers: charged under a ms clock only
-                swap_ms = self.preemption.take_pending_ms()
-                if not slot_clock:
-                    dt += swap_ms / self.ms_per_unit
-            now = start + dt
-            done: list[tuple[PlanItem, int, int]] | None = (
-                [] if (live is not None or trace is not None) else None
-            )
-            terminal: list[tuple[ReqState, str]] = []
-            n_tokens = 0
-            progressed = False
-            for item in plan.items:
-                r = item.req
-                e0 = r.e
-                c0 = r.c
-                if done is not None:
-                    done.append((item, e0, c0))
-                st = stats[r.idx]
-                if st.first_scheduled is None:
-                    st.first_scheduled = start
-                    st.first_scheduled_iteration = iteration
-                width = item.end - item.start
-                n_tokens += width
-                st.scheduled_tokens += width
-                st.served_iterations += 1
-                rb = r.floor
-                if rb > item.start:
-                    st.recompute_tokens += min(item.end, rb) - item.start
-                r.c = item.end
-                if bs is not None and free is not None:
-                    held = -(-r.c // bs)
-                    free -= held - r.blocks
-                    r.blocks = held
-                r.last_served = iteration
-                r.snapshot += 1
-                if item.end > (r.floor if e0 == 0 else r.p + e0 - 1):
-                    progressed = True  # a semantic row: new prompt rows or the next token
-                if r.client is not None:  # semantic service only: rebuild rows are overhead
-                    service[r.client] = service.get(r.client, 0) + semantic_rows(
-                        r.p, e0, item.start, item.end, r.floor if e0 == 0 else 0
-                    )
-                if item.end == r.p + e0:
-                    r.e = e0 + 1
-                    if st.first_token is None:
-                        st.first_token = now
-                    else:
-                        gap_t = now - (st.last_token or 0.0)
-                        tbt.append(gap_t)
-                        st.tbt_sum += gap_t
-                        st.tbt_count += 1
-                        if gap_t > st.tbt_max:
-                            st.tbt_max = gap_t
-                    st.last_token = now
-                    r.last_emit = now
-                    if r.e >= self.realized[r.idx]:
-                        terminal.append((r, "eos"))
-                    elif r.e >= r.max_out:
-                        terminal.append((r, "max_output_tokens"))
+    def at_limit(self) -> bool:
+        """Whether a bound (horizon, iterations, decisions) ends the replay before this cut."""
+        if self.horizon is not None and self.iteration >= self.horizon:
+            self.stop = "horizon"
+        elif self.iteration >= self.max_iterations:
+            self.stop = "max_iterations"
+        elif self.max_decisions is not None and self.version >= self.max_decisions:
+            self.stop = "max_decisions"
+        return self.stop is not None
 
-            if plan.admitted:
-                self._admit(plan.admitted, waiting, running)
-            left = free
-            for r, why in terminal:
-                r.terminal = True
-                r.queue = QueueName.FINISHED
-                r.ready = False
-                if free is not None:
-                    free += r.blocks
-                r.blocks = 0
-                st = stats[r.idx]
-                st.finished = now
-                st.finish_reason = why
-                finished += 1
-            if terminal:
-                running = [r for r in running if not r.terminal]
-            if self.step_observer is not None:
-                self._observe_step(
-                    iteration, start, now, plan, terminal, left, free, running, len(waiting)
-                )
+    # ------------------------------------------------------------------ choose
 
+    def choose(self) -> Plan:
+        """Publish the next cut (a new state version) and let the policy plan from it.
+
+        Swapped-out requests whose K/V fits again are restored first (swap preemption).
+        """
+        self.version += 1
+        swap = self.preemption
+        if swap is not None and swap.swapped:
+            live = self.live
+            if live is not None:  # a restored request becomes ready with a new snapshot
+                for r, _ in swap.swapped.values():
+                    live.touch(r)
+            self.free = swap.swap_in(self.free, self.budgets.kv_block_size)
+        view = _View(
+            self.version,
+            self.iteration + 1,
+            self.now,
+            self.budgets,
+            self.running,
+            self.waiting,
+            self.free,
+        )
+        builder = PlanBuilder(view, self.key_fn)
+        self.policy.choose(view, builder)
+        return builder.build()
+
+    # ------------------------------------------------------------------ validate
+
+    def validate(self, plan: Plan) -> bool:
+        """Check the plan, and the views it read, with the contract before anything runs.
+
+        The cut and the plan go to the trace first. A finding stops the replay (False).
+        """
+        if self.trace is not None or self.cross_check:
+            self._records = self._write_cut(plan)
+        live = self.live
+        if live is None:
+            return True
+        found = live.check_plan(plan, self.version, self.running, self.waiting)
+        if self.cross_check:
+            found = self._cross_check(found, self._contract_plan(*self._records))
+        over = self._kv_overcommit(plan, self.free) if self.free is not None else None
+        if not found and over is None:
+            return True
+        at = self.iteration + 1
+        for i in found:
+            self._found(EngineFinding(i.code, i.message, at, i.record))
+        if over is not None:
+            self._found(over)
+        self.stop = "contract_violation"
+        return False
+
+    def _write_cut(self, plan: Plan) -> tuple[dict[str, Any], dict[str, Any]]:
+        """This cut's state and plan as contract JSON, written to the trace when there is one."""
+        state_rec = state_json(
+            self.workload.workload_id,
+            self.version,
+            self.now,
+            (*self.running, *self.waiting),
+            self.service,
+        )
+        plan_rec = plan_json(
+            plan,
+            self.version,
+            self.identity.policy_id,
+            self.identity.policy_version,
+            self.workload.budgets.to_json(),
+        )
+        if self.trace is not None:
+            self.trace.write("state", state_rec)
+            self.trace.write("plan", plan_rec)
+        return state_rec, plan_rec
+
+    def _kv_overcommit(self, plan: Plan, free: int) -> EngineFinding | None:
+        """The plan's K/V blocks against the `free` pool plus what its preemptions release
+        (None: it fits)."""
+        released = sum(v.blocks for v in plan.preempted)
+        if plan.blocks_used <= free + released:
+            return None
+        return EngineFinding(
+            "REPLAY.KV.BUDGET_EXCEEDED",
+            f"plan needs {plan.blocks_used} KV blocks, {free + released} are free after preemption",
+            self.iteration + 1,
+            "plan",
+        )
+
+    def _found(self, finding: EngineFinding) -> None:
+        """Keep a finding unless `max_findings` are already kept."""
+        if len(self.findings) < self.max_findings:
+            self.findings.append(finding)
+
+    # ------------------------------------------------------------------ execute
+
+    def execute(self, plan: Plan) -> Executed | None:
+        """Carry out a validated plan: its preemptions and rejections, then one iteration of
+        its selected work (None when it selected nothing, so no iteration ran)."""
+        for victim in plan.preempted:
+            self._preempt(victim)
+        if plan.rejected:
+            self._reject(plan.rejected)
+        if not plan.items and not (plan.preempted and self.preempt_only_steps):
+            return None
+        self.iteration += 1
+        start = self.now
+        self.now = start + self._step_time(plan)
+        return self._serve(plan, start)
+
+    def _preempt(self, victim: LiveRequest) -> None:
+        """Preemption: K/V released (recompute) or moved off-device (swap); emitted output is
+        kept, and the victim goes back to the front of the waiting queue."""
+        self.preemptions += 1
+        victim.preemptions += 1
+        if self.preemption is not None:  # exact preservation: frontiers kept off-device
+            self.preemption.swap_out(victim)
+        else:
+            victim.floor = max(victim.floor, victim.c)
+            victim.c = 0
+        if self.free is not None:
+            self.free += victim.blocks
+        victim.blocks = 0
+        self.running.remove(victim)
+        victim.queue = _WAITING
+        victim.snapshot += 1
+        self.waiting.appendleft(victim)
+        self._enter_waiting(victim)
+
+    def _reject(self, rejected: Sequence[LiveRequest]) -> None:
+        """Admission refused for good (bounded admission): terminal, never served."""
+        for r in rejected:
+            r.terminal = True
+            r.ready = False
+            r.queue = _FINISHED
+            self.stats[r.idx].finish_reason = "rejected"
+            self.finished += 1
+        gone = {r.idx for r in rejected}
+        kept = [r for r in self.waiting if r.idx not in gone]
+        self.waiting.clear()
+        self.waiting.extend(kept)
+
+    def _step_time(self, plan: Plan) -> float:
+        """How long this iteration takes, in clock units (swap transfers included)."""
+        if self.slot_clock:
+            dt = 1.0
+        elif not plan.items:
+            dt = 0.0  # a step that only preempted ran no model work
+        else:
+            dt = self.cost.step_time_ms(step_shape(plan.items)) / self.ms_per_unit
+        if self.preemption is not None:  # swap transfers: charged under a ms clock only
+            swap_ms = self.preemption.take_pending_ms()
+            if not self.slot_clock:
+                dt += swap_ms / self.ms_per_unit
+        return dt
+
+    def _serve(self, plan: Plan, start: float) -> Executed:
+        """Run every selected interval: frontiers and K/V advance, outputs are emitted, and
+        hidden truth decides which requests stop."""
+        now = self.now
+        iteration = self.iteration
+        stats = self.stats
+        service = self.service
+        tbt = self.tbt
+        realized = self.realized
+        bs = self.budgets.kv_block_size
+        free = self.free
+        done: list[tuple[PlanItem, int, int]] | None = [] if self._keep_done else None
+        terminal: list[tuple[LiveRequest, str]] = []
+        n_tokens = 0
+        progressed = False
+        for item in plan.items:
+            r = item.req
+            e0 = r.e
             if done is not None:
-                res: Any = None
-                if trace is not None or cross_check:
-                    res = result_json(version, done, terminal)
-                if trace is not None:
-                    trace.write("result", res)
-                if live is not None:
-                    found = live.check_result(done)
-                    if cross_check:
-                        found = self._cross_check(
-                            found, self._contract_result(state_rec, plan_rec, res)
-                        )
-                    if found:
-                        for i in found:
-                            if len(findings) < self.max_findings:
-                                findings.append(
-                                    EngineFinding(i.code, i.message, iteration, i.record)
-                                )
-                        stop = "contract_violation"
-                        rows.append(len(plan.items))
-                        tokens_iter.append(n_tokens)
-                        end_times.append(now)
-                        break
-            rows.append(len(plan.items))
-            tokens_iter.append(n_tokens)
-            end_times.append(now)
-            if self.progress is not None and terminal:
-                self.progress(finished, n)
-            stalled = 0 if progressed else stalled + 1
-            if stalled > stall_limit:
-                findings.append(self._livelock_finding(stalled, iteration, preemptions))
-                stop = "no_progress"
-                break
+                done.append((item, e0, r.c))
+            st = stats[r.idx]
+            if st.first_scheduled is None:
+                st.first_scheduled = start
+                st.first_scheduled_iteration = iteration
+            width = item.end - item.start
+            n_tokens += width
+            st.scheduled_tokens += width
+            st.served_iterations += 1
+            rb = r.floor
+            if rb > item.start:
+                st.recompute_tokens += min(item.end, rb) - item.start
+            r.c = item.end
+            if bs is not None and free is not None:
+                held = -(-r.c // bs)
+                free -= held - r.blocks
+                r.blocks = held
+            r.last_served = iteration
+            r.snapshot += 1
+            if item.end > (r.floor if e0 == 0 else r.p + e0 - 1):
+                progressed = True  # a semantic row: new prompt rows or the next token
+            if r.client is not None:  # semantic service only: rebuild rows are overhead
+                service[r.client] = service.get(r.client, 0) + semantic_rows(
+                    r.p, e0, item.start, item.end, r.floor if e0 == 0 else 0
+                )
+            if item.end == r.p + e0:
+                r.e = e0 + 1
+                if st.first_token is None:
+                    st.first_token = now
+                else:
+                    gap_t = now - (st.last_token or 0.0)
+                    tbt.append(gap_t)
+                    st.tbt_sum += gap_t
+                    st.tbt_count += 1
+                    if gap_t > st.tbt_max:
+                        st.tbt_max = gap_t
+                st.last_token = now
+                r.last_emit = now
+                if r.e >= realized[r.idx]:
+                    terminal.append((r, "eos"))
+                elif r.e >= r.max_out:
+                    terminal.append((r, "max_output_tokens"))
+        self.free = free
+        return Executed(plan, start, done, terminal, n_tokens, progressed)
 
+    def wait(self, plan: Plan) -> None:
+        """After a plan that ran nothing: go on if it changed the queues, else idle to the next
+        arrival, else stop (nothing can ever run: `REPLAY.NO_PROGRESS`)."""
+        if plan.preempted or plan.rejected:
+            return
+        if self._next < len(self._pending):
+            nxt = self._pending[self._next].arrival
+            if self.slot_clock:
+                nxt = float(max(math.ceil(nxt), self.now + 1))
+                self._idle_iterations(int(nxt - self.now))
+            self.now = nxt
+            return
+        self.findings.append(self._stuck_finding())
+        self.stop = "no_progress"
+
+    # ------------------------------------------------------------------ publish
+
+    def publish(self, step: Executed) -> None:
+        """Publish what completed: admissions join the running queue, finished requests leave
+        it and release their K/V, the result is checked, and the iteration is recorded."""
+        plan = step.plan
+        if plan.admitted:
+            self._move_admitted(plan.admitted)
+        left = self.free  # after this step's admissions and allocations
+        if step.terminal:
+            self._retire(step.terminal)
+        if self.step_observer is not None:
+            self._observe_step(step, left)
+        checked = step.done is None or self._check_result(step)
+        self.rows.append(len(plan.items))
+        self.tokens_iter.append(step.n_tokens)
+        self.end_times.append(self.now)
+        if not checked:
+            return
+        if self.progress is not None and step.terminal:
+            self.progress(self.finished, self.target)
+        self._stalled = 0 if step.progressed else self._stalled + 1
+        if self._stalled > self._stall_limit:
+            self.findings.append(self._livelock_finding())
+            self.stop = "no_progress"
+
+    def _move_admitted(self, admitted: list[LiveRequest]) -> None:
+        """Admitted requests leave the waiting queue and join the back of the running one."""
+        waiting = self.waiting
+        chosen = {r.idx for r in admitted}
+        popped = 0
+        while waiting and waiting[0].idx in chosen:
+            waiting.popleft()
+            popped += 1
+        if popped < len(chosen):
+            rest = [r for r in waiting if r.idx not in chosen]
+            waiting.clear()
+            waiting.extend(rest)
+        running = self.running
+        for r in admitted:
+            r.queue = _RUNNING
+            running.append(r)
+
+    def _retire(self, terminal: list[tuple[LiveRequest, str]]) -> None:
+        """Finished requests leave the running queue and release their K/V blocks."""
+        now = self.now
+        for r, why in terminal:
+            r.terminal = True
+            r.queue = _FINISHED
+            r.ready = False
+            if self.free is not None:
+                self.free += r.blocks
+            r.blocks = 0
+            st = self.stats[r.idx]
+            st.finished = now
+            st.finish_reason = why
+        self.finished += len(terminal)
+        self.running = [r for r in self.running if not r.terminal]
+
+    def _check_result(self, step: Executed) -> bool:
+        """Trace and check the iteration's result; a finding stops the replay (False)."""
+        assert step.done is not None
+        res: Any = None
+        if self.trace is not None or self.cross_check:
+            res = result_json(self.version, step.done, step.terminal)
+        if self.trace is not None:
+            self.trace.write("result", res)
+        live = self.live
+        if live is None:
+            return True
+        found = live.check_result(step.done)
+        if self.cross_check:
+            found = self._cross_check(found, self._contract_result(*self._records, res))
+        if not found:
+            return True
+        for i in found:
+            self._found(EngineFinding(i.code, i.message, self.iteration, i.record))
+        self.stop = "contract_violation"
+        return False
+
+    def report(self) -> ReplayRun:
+        """Everything the replay produced, for the metrics module."""
         return ReplayRun(
             workload=self.workload,
             identity=self.identity,
-            requests=reqs,
-            stats=stats,
-            rows_per_iteration=rows,
-            tokens_per_iteration=tokens_iter,
-            iteration_end_times=end_times,
-            tbt_samples=tbt,
-            findings=findings,
-            iterations=iteration,
-            end_time=now,
-            stop_reason=stop,
-            preemptions=preemptions,
-            slot_clock=slot_clock,
-            validation=validation,
+            requests=self.reqs,
+            stats=self.stats,
+            rows_per_iteration=self.rows,
+            tokens_per_iteration=self.tokens_iter,
+            iteration_end_times=self.end_times,
+            tbt_samples=self.tbt,
+            findings=self.findings,
+            iterations=self.iteration,
+            end_time=self.now,
+            stop_reason=self.stop or "completed",
+            preemptions=self.preemptions,
+            slot_clock=self.slot_clock,
+            validation=self.validation,
             extra={"preemption": self.preemption.report()} if self.preemption is not None else {},
         )
 
     # ------------------------------------------------------------------ helpers
 
-    def _exceeding_pool(self, reqs: Sequence[ReqState]) -> list[EngineFinding]:
+    def _enter_waiting(self, r: LiveRequest) -> None:
+        """Tell the contract validator that `r` joined the waiting queue."""
+        if self.live is not None:
+            self.live.enter_waiting(r)
+
+    def _exceeding_pool(self, reqs: Sequence[LiveRequest]) -> list[EngineFinding]:
         """Requests whose rows can never fit the KV pool, even alone (they would cycle forever).
 
         A request emitting n tokens holds p + n - 1 computed rows when it computes its last
@@ -676,75 +839,60 @@ class Engine:
                 )
         return out
 
-    def _livelock_finding(self, stalled: int, iteration: int, preemptions: int) -> EngineFinding:
+    def _livelock_finding(self) -> EngineFinding:
         return EngineFinding(
             "REPLAY.NO_PROGRESS",
-            f"policy {self.identity.policy_id}: {stalled} iterations in a row completed only"
-            f" rows rebuilt after preemption and no new service or output ({preemptions}"
-            " preemptions so far): the replay is in a preemption livelock",
-            iteration,
+            f"policy {self.identity.policy_id}: {self._stalled} iterations in a row completed"
+            f" only rows rebuilt after preemption and no new service or output"
+            f" ({self.preemptions} preemptions so far): the replay is in a preemption livelock",
+            self.iteration,
             "engine",
         )
 
-    def _observe_step(
-        self,
-        iteration: int,
-        start: float,
-        end: float,
-        plan: Any,
-        terminal: list[tuple[ReqState, str]],
-        left: int | None,
-        free: int | None,
-        running: Sequence[ReqState] = (),
-        n_waiting: int = 0,
-    ) -> None:
+    def _stuck_finding(self) -> EngineFinding:
+        pool = (
+            f"; K/V pool: {self.free} of {self.budgets.kv_total_blocks} blocks free"
+            " (a policy that never preempts can fill it with partly served requests)"
+            if self.free is not None
+            else ""
+        )
+        return EngineFinding(
+            "REPLAY.NO_PROGRESS",
+            f"policy {self.identity.policy_id} selected nothing with"
+            f" {len(self.running)} running and {len(self.waiting)} waiting requests and no"
+            f" arrival pending: the replay cannot advance{pool}",
+            self.iteration + 1,
+            "engine",
+        )
+
+    def _observe_step(self, step: Executed, left: int | None) -> None:
+        """Hand the step observer what this iteration ran (replay --steps)."""
         from cbaudit.sim.step_trace import StepEvent
 
-        dec: list[int] = []
-        chunks: list[tuple[int, int]] = []
-        for item in plan.items:
-            if item.phase == DECODE_ROW:
-                dec.append(item.end)
-            else:
-                chunks.append((item.start, item.end))
         assert self.step_observer is not None
+        plan = step.plan
+        free = self.free
         self.step_observer(
             StepEvent(
-                iteration=iteration,
-                start=start,
-                end=end,
-                shape=StepShape(tuple(dec), tuple(chunks)),
+                iteration=self.iteration,
+                start=step.start,
+                end=self.now,
+                shape=step_shape(plan.items),
                 admitted=tuple(r.rid for r in plan.admitted),
                 preempted=tuple(r.rid for r in plan.preempted),
                 rejected=tuple(r.rid for r in plan.rejected),
-                finished=tuple(r.rid for r, _ in terminal),
+                finished=tuple(r.rid for r, _ in step.terminal),
                 kv_blocks_left=left,
                 kv_blocks_free_end=free,
                 kv_total_blocks=self.budgets.kv_total_blocks if free is not None else None,
                 scheduled=tuple((item.req.rid, item.end - item.start) for item in plan.items),
-                running_after=tuple(r.rid for r in running),
-                waiting_after=n_waiting,
+                running_after=tuple(r.rid for r in self.running),
+                waiting_after=len(self.waiting),
             )
         )
 
-    @staticmethod
-    def _admit(admitted: list[ReqState], waiting: deque[ReqState], running: list[ReqState]) -> None:
-        chosen = {r.idx for r in admitted}
-        popped = 0
-        while waiting and waiting[0].idx in chosen:
-            waiting.popleft()
-            popped += 1
-        if popped < len(chosen):
-            rest = [r for r in waiting if r.idx not in chosen]
-            waiting.clear()
-            waiting.extend(rest)
-        for r in admitted:
-            r.queue = QueueName.RUNNING
-            running.append(r)
-
-    def _apply_initial(
-        self, waiting: deque[ReqState], running: list[ReqState], stats: list[RequestStats]
-    ) -> int:
+    def _apply_initial(self) -> None:
+        """Put the requests an initial state names into its queues with its frontiers."""
         by_id = {r.rid: r for r in self.reqs}
         bs = self.budgets.kv_block_size
         for rid, init in self.initial.items():
@@ -762,19 +910,25 @@ class Engine:
             r.readiness_reason = init.readiness_reason
             r.queue = init.queue
             r.last_served = init.last_served
-            if bs is not None and init.queue is QueueName.RUNNING:
+            if bs is not None and init.queue is _RUNNING:
                 r.blocks = blocks_held(r.c, bs)
-            if init.queue is QueueName.FINISHED:
+            if init.queue is _FINISHED:
                 r.terminal = True
                 r.ready = False
         for r in self.reqs:  # queue order follows the workload's arrival order
             if r.rid in self.initial:
-                if r.queue is QueueName.RUNNING:
-                    running.append(r)
-                elif r.queue is QueueName.WAITING:
-                    waiting.append(r)
-        del stats
-        return 0
+                if r.queue is _RUNNING:
+                    self.running.append(r)
+                elif r.queue is _WAITING:
+                    self.waiting.append(r)
+        if self.free is not None:
+            self.free -= sum(r.blocks for r in self.running)
+        self.finished = sum(1 for r in self.reqs if r.queue is _FINISHED)
+        for r in self.waiting:
+            self._enter_waiting(r)
+        if self.live is not None:
+            for r in self.running:
+                self.live.touch(r)
 
     def _contract_plan(
         self, state_rec: Mapping[str, Any], plan_rec: Mapping[str, Any]

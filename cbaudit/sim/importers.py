@@ -222,81 +222,98 @@ def iter_trace_rows(
     with p.open("rb") as fh:
         lines = _decoded(fh, name)
         chosen, header = _header(next(lines, ""), fmt, name)
-        cols = FORMATS[chosen]
-        index = {h.strip(): i for i, h in enumerate(header)}
-        i_arr, i_prompt, i_out = index[cols.arrival], index[cols.prompt], index[cols.output]
-        width = len(header)
-        first: Decimal | None = None
-        previous: Decimal | None = None
+        rows = _RowReader(name, chosen, header)
         produced = 0
         for line_no, raw in enumerate(lines, start=2):
             if limit is not None and produced >= limit:
                 return
             if not raw.strip():
                 continue
-            fields = next(csv.reader([raw.rstrip("\r\n")]))
-            offsets = _columns_offsets(fields)
-            if len(fields) != width:
-                raise _error(
-                    "TRACE.BAD_ROW",
-                    f"expected {width} fields, found {len(fields)}",
-                    name,
-                    line_no,
-                    1,
-                )
-
-            text = fields[i_arr].strip()
-            try:
-                if chosen is TraceFormat.AZURE:
-                    seconds = _timestamp_seconds(text)
-                    if first is None:
-                        first = seconds
-                    seconds -= first
-                else:
-                    seconds = Decimal(text)
-                    if not seconds.is_finite():
-                        raise InvalidOperation
-            except (ValueError, InvalidOperation):
-                raise _bad_field(
-                    name, line_no, header, fields, offsets, i_arr, "not a valid arrival time"
-                ) from None
-            if seconds < 0:
-                raise _bad_field(
-                    name, line_no, header, fields, offsets, i_arr, "arrival is negative"
-                )
-            if previous is not None and seconds < previous:
-                raise _error(
-                    "TRACE.UNSORTED",
-                    f"arrival {text} is earlier than the previous row's; sort the trace by"
-                    " arrival first",
-                    name,
-                    line_no,
-                    offsets[i_arr],
-                )
-            previous = seconds
-            counts: list[int] = []
-            for i, minimum in ((i_prompt, 1), (i_out, 1)):
-                value = fields[i].strip()
-                if not value.isdigit():
-                    raise _bad_field(
-                        name, line_no, header, fields, offsets, i, "not an integer token count"
-                    )
-                n = int(value)
-                if n < minimum:
-                    raise _bad_field(
-                        name,
-                        line_no,
-                        header,
-                        fields,
-                        offsets,
-                        i,
-                        f"token count must be >= {minimum}",
-                    )
-                counts.append(n)
+            seconds, prompt, output = rows.read(line_no, raw)
             produced += 1
-            yield TraceRow(line_no, seconds * _MS_PER_S * scale, counts[0], counts[1])
+            yield TraceRow(line_no, seconds * _MS_PER_S * scale, prompt, output)
         if produced == 0:
             raise _error("TRACE.EMPTY", "the trace has no data rows", name, 2)
+
+
+class _RowReader:
+    """Reads one data row at a time: its arrival (not before the previous one's) and its two
+    token counts, each refused with the row's line and the field's column."""
+
+    def __init__(self, name: str, chosen: TraceFormat, header: list[str]) -> None:
+        self.name = name
+        self.chosen = chosen
+        self.header = header
+        cols = FORMATS[chosen]
+        index = {h.strip(): i for i, h in enumerate(header)}
+        self.i_arr, self.i_prompt, self.i_out = (
+            index[cols.arrival],
+            index[cols.prompt],
+            index[cols.output],
+        )
+        self.width = len(header)
+        self.first: Decimal | None = None  # Azure: timestamps count from the first row
+        self.previous: Decimal | None = None
+
+    def read(self, line_no: int, raw: str) -> tuple[Decimal, int, int]:
+        """(arrival seconds, prompt tokens, output tokens) of one data row."""
+        fields = next(csv.reader([raw.rstrip("\r\n")]))
+        offsets = _columns_offsets(fields)
+        if len(fields) != self.width:
+            raise _error(
+                "TRACE.BAD_ROW",
+                f"expected {self.width} fields, found {len(fields)}",
+                self.name,
+                line_no,
+                1,
+            )
+        seconds = self._arrival(line_no, fields, offsets)
+        prompt = self._count(line_no, fields, offsets, self.i_prompt)
+        output = self._count(line_no, fields, offsets, self.i_out)
+        return seconds, prompt, output
+
+    def _arrival(self, line_no: int, fields: list[str], offsets: list[int]) -> Decimal:
+        i_arr = self.i_arr
+        text = fields[i_arr].strip()
+        try:
+            if self.chosen is TraceFormat.AZURE:
+                seconds = _timestamp_seconds(text)
+                if self.first is None:
+                    self.first = seconds
+                seconds -= self.first
+            else:
+                seconds = Decimal(text)
+                if not seconds.is_finite():
+                    raise InvalidOperation
+        except (ValueError, InvalidOperation):
+            raise self._bad(line_no, fields, offsets, i_arr, "not a valid arrival time") from None
+        if seconds < 0:
+            raise self._bad(line_no, fields, offsets, i_arr, "arrival is negative")
+        if self.previous is not None and seconds < self.previous:
+            raise _error(
+                "TRACE.UNSORTED",
+                f"arrival {text} is earlier than the previous row's; sort the trace by"
+                " arrival first",
+                self.name,
+                line_no,
+                offsets[i_arr],
+            )
+        self.previous = seconds
+        return seconds
+
+    def _count(self, line_no: int, fields: list[str], offsets: list[int], i: int) -> int:
+        value = fields[i].strip()
+        if not value.isdigit():
+            raise self._bad(line_no, fields, offsets, i, "not an integer token count")
+        n = int(value)
+        if n < 1:
+            raise self._bad(line_no, fields, offsets, i, "token count must be >= 1")
+        return n
+
+    def _bad(
+        self, line_no: int, fields: list[str], offsets: list[int], i: int, why: str
+    ) -> InputError:
+        return _bad_field(self.name, line_no, self.header, fields, offsets, i, why)
 
 
 def read_int_column(path: str | Path, column: str, *, display: str | None = None) -> list[int]:

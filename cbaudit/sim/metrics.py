@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from cbaudit.contract.live_request import LiveRequest
 from cbaudit.model import EvidenceClass
-from cbaudit.policies.base import ReqState
 from cbaudit.sim.engine import ReplayRun, RequestStats
 
 INSUFFICIENT = "insufficient_sample"
@@ -102,7 +103,7 @@ def occupancy(run: ReplayRun, horizon: int) -> dict[str, Any]:
 
 
 def request_times(
-    request: ReqState, stats: RequestStats
+    request: LiveRequest, stats: RequestStats
 ) -> tuple[float | None, float | None, float | None, float | None]:
     """One request's (queue delay, TTFT, E2E, TPOT) in clock units; None where undefined."""
     arrival = request.arrival
@@ -125,24 +126,89 @@ def summarize(
     """JSON-ready metrics of one replay."""
     clock = run.workload.clock
     to_ms = ms_converter(run)
+    per = _per_request(run, to_ms)
 
-    def ms(v: float | None) -> float | int | None:
-        if v is None:
-            return None
-        out = to_ms(v)
-        return None if out is None else _num(out)
+    def both(samples: list[float]) -> dict[str, Any]:
+        out = distribution(samples)
+        ms_samples = [to_ms(x) for x in samples]
+        if all(m is not None for m in ms_samples):
+            out["ms"] = distribution([m for m in ms_samples if m is not None])
+        else:
+            out["ms"] = None
+        return out
 
-    ttft: list[float] = []
-    e2e: list[float] = []
-    tpot: list[float] = []
-    qdelay: list[float] = []
-    requests: dict[str, Any] = {}
-    outputs = 0
-    recompute = 0
-    finished = 0
+    horizon = run.iterations
+    end_ms = _ms(to_ms, run.end_time)
+    outputs = per.outputs
+    result: dict[str, Any] = {
+        "policy": run.identity.to_json(),
+        "workload_id": run.workload.workload_id,
+        "clock_unit": clock.unit.value,
+        "stop_reason": run.stop_reason,
+        "iterations": run.iterations,
+        "end_time": _num(run.end_time),
+        "end_time_ms": end_ms,
+        "requests_total": len(run.requests),
+        "requests_finished": per.finished,
+        "output_tokens": outputs,
+        "scheduled_tokens": sum(run.tokens_per_iteration),
+        "preemptions": run.preemptions,
+        "recompute_tokens": per.recompute,
+        "slot_occupancy": occupancy(run, horizon),
+        "slot_occupancy_windows": {str(h): occupancy(run, h) for h in windows},
+        "throughput": {
+            "output_tokens_per_iteration": _num(outputs / horizon) if horizon else None,
+            "output_tokens_per_s": (
+                _num(outputs / (end_ms / 1000.0)) if end_ms not in (None, 0) else None
+            ),
+        },
+        "latency": {
+            "queue_delay": both(per.qdelay),
+            "ttft": both(per.ttft),
+            "tbt": both(run.tbt_samples),
+            "tpot": both(per.tpot),
+            "e2e": both(per.e2e),
+        },
+        "evidence_classes": {
+            "slot_occupancy": EvidenceClass.SYNTHETIC.value,
+            "latency": time_evidence.value,
+            "throughput": time_evidence.value,
+        },
+        "validation": run.validation.value,
+    }
+    if per_request:
+        result["requests"] = per.records
+    return result
+
+
+def _ms(to_ms: Callable[[float], float | None], v: float | None) -> float | int | None:
+    """A clock-unit time in milliseconds, JSON-ready (None when undefined or unconvertible)."""
+    if v is None:
+        return None
+    out = to_ms(v)
+    return None if out is None else _num(out)
+
+
+@dataclass
+class _PerRequest:
+    """Per-request records and the samples and totals drawn from them."""
+
+    records: dict[str, Any] = field(default_factory=dict)
+    ttft: list[float] = field(default_factory=list)
+    e2e: list[float] = field(default_factory=list)
+    tpot: list[float] = field(default_factory=list)
+    qdelay: list[float] = field(default_factory=list)
+    outputs: int = 0
+    recompute: int = 0
+    finished: int = 0
+
+
+def _per_request(run: ReplayRun, to_ms: Callable[[float], float | None]) -> _PerRequest:
+    """One record per request (clocks in clock units and ms), with the latency samples."""
+    per = _PerRequest()
     for r, st in zip(run.requests, run.stats, strict=True):
-        outputs += r.e
-        recompute += st.recompute_tokens
+        per.outputs += r.e
+        per.recompute += st.recompute_tokens
         rec: dict[str, Any] = {
             "arrival": _num(r.arrival),
             "output_tokens": r.e,
@@ -155,68 +221,18 @@ def summarize(
         }
         q, t1, end, tp = request_times(r, st)
         if q is not None:
-            qdelay.append(q)
+            per.qdelay.append(q)
         if t1 is not None:
-            ttft.append(t1)
+            per.ttft.append(t1)
         if end is not None:
-            e2e.append(end)
-            finished += 1
+            per.e2e.append(end)
+            per.finished += 1
         if tp is not None:
-            tpot.append(tp)
+            per.tpot.append(tp)
         for name, value in (("queue_delay", q), ("ttft", t1), ("e2e", end), ("tpot", tp)):
             rec[name] = None if value is None else _num(value)
-            rec[name + "_ms"] = ms(value)
+            rec[name + "_ms"] = _ms(to_ms, value)
         rec["tbt_max"] = _num(st.tbt_max) if st.tbt_count else None
-        rec["tbt_max_ms"] = ms(st.tbt_max) if st.tbt_count else None
-        requests[r.rid] = rec
-
-    def both(samples: list[float]) -> dict[str, Any]:
-        out = distribution(samples)
-        ms_samples = [to_ms(x) for x in samples]
-        if all(m is not None for m in ms_samples):
-            out["ms"] = distribution([m for m in ms_samples if m is not None])
-        else:
-            out["ms"] = None
-        return out
-
-    horizon = run.iterations
-    end_ms = ms(run.end_time)
-    result: dict[str, Any] = {
-        "policy": run.identity.to_json(),
-        "workload_id": run.workload.workload_id,
-        "clock_unit": clock.unit.value,
-        "stop_reason": run.stop_reason,
-        "iterations": run.iterations,
-        "end_time": _num(run.end_time),
-        "end_time_ms": end_ms,
-        "requests_total": len(run.requests),
-        "requests_finished": finished,
-        "output_tokens": outputs,
-        "scheduled_tokens": sum(run.tokens_per_iteration),
-        "preemptions": run.preemptions,
-        "recompute_tokens": recompute,
-        "slot_occupancy": occupancy(run, horizon),
-        "slot_occupancy_windows": {str(h): occupancy(run, h) for h in windows},
-        "throughput": {
-            "output_tokens_per_iteration": _num(outputs / horizon) if horizon else None,
-            "output_tokens_per_s": (
-                _num(outputs / (end_ms / 1000.0)) if end_ms not in (None, 0) else None
-            ),
-        },
-        "latency": {
-            "queue_delay": both(qdelay),
-            "ttft": both(ttft),
-            "tbt": both(run.tbt_samples),
-            "tpot": both(tpot),
-            "e2e": both(e2e),
-        },
-        "evidence_classes": {
-            "slot_occupancy": EvidenceClass.SYNTHETIC.value,
-            "latency": time_evidence.value,
-            "throughput": time_evidence.value,
-        },
-        "validation": run.validation.value,
-    }
-    if per_request:
-        result["requests"] = requests
-    return result
+        rec["tbt_max_ms"] = _ms(to_ms, st.tbt_max) if st.tbt_count else None
+        per.records[r.rid] = rec
+    return per

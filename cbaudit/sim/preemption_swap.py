@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cbaudit.policies.base import ReqState
+from cbaudit.contract.live_request import LiveRequest
 from cbaudit.policies.budget import blocks_held
 
 SWAPPED_OUT = "SWAPPED_OUT"
@@ -51,7 +51,7 @@ class SwapPreemption:
             read_bytes_per_ms if read_bytes_per_ms is not None else link_bytes_per_ms
         )
         self.bytes_per_row = bytes_per_row
-        self.swapped: dict[int, tuple[ReqState, int]] = {}  # idx -> (request, rows off-device)
+        self.swapped: dict[int, tuple[LiveRequest, int]] = {}  # idx -> (request, rows off-device)
         self.out_bytes = 0
         self.in_bytes = 0
         self.transfer_ms = 0.0
@@ -59,7 +59,7 @@ class SwapPreemption:
         self.swap_ins = 0
         self._pending_ms = 0.0
 
-    def swap_out(self, victim: ReqState) -> None:
+    def swap_out(self, victim: LiveRequest) -> None:
         """Preserve the victim's rows off-device; it keeps its frontiers and is not ready."""
         rows = victim.c
         moved = rows * self.bytes_per_row

@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cbaudit.contract.live_request import LiveRequest
 from cbaudit.contract.records import semantic_rows
-from cbaudit.policies.base import Plan, PlanItem, ReqState
+from cbaudit.policies.base import Plan, PlanItem
 
-QUEUE_NAMES = {1: "waiting", 2: "running", 3: "suspended", 4: "finished"}
 #: The readiness reason a published view carries when its request is not ready and names none.
 UNSTATED_REASON = "NOT_READY"
 
 
-def view_json(r: ReqState) -> dict[str, Any]:
+def view_json(r: LiveRequest) -> dict[str, Any]:
+    assert r.queue is not None  # only arrived requests are published
     out: dict[str, Any] = {
         "request_id": r.rid,
         "request_generation": r.gen,
@@ -29,7 +30,7 @@ def view_json(r: ReqState) -> dict[str, Any]:
         "committed_tokens": r.c,
         "ready": r.ready,
         "terminal": r.terminal,
-        "queue": QUEUE_NAMES[int(r.queue)],
+        "queue": r.queue.value,
         "priority": r.priority,
         "arrival_order": r.arrival_order,
     }
@@ -47,7 +48,7 @@ def state_json(
     workload_id: str,
     version: int,
     now: float,
-    live: Iterable[ReqState],
+    live: Iterable[LiveRequest],
     service: Mapping[str, int],
 ) -> dict[str, Any]:
     return {
@@ -69,7 +70,7 @@ def item_json(item: PlanItem) -> dict[str, Any]:
         "snapshot_version": item.snapshot,
         "start": item.start,
         "end": item.end,
-        "phase": item.phase,
+        "phase": str(item.phase),
         "positions": list(range(item.start, item.end)),
         "tie_break_key": list(item.key),
     }
@@ -120,7 +121,7 @@ def progress_json(e: int, c: int, p: int) -> dict[str, Any]:
 def result_json(
     version: int,
     done: Iterable[tuple[PlanItem, int, int]],
-    terminal: Iterable[tuple[ReqState, str]],
+    terminal: Iterable[tuple[LiveRequest, str]],
 ) -> dict[str, Any]:
     """`done` holds (item, emitted_before, computed_before) for every executed item."""
     items = []

@@ -16,8 +16,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from cbaudit.contract.records import Queue
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError, Location, UsageError
-from cbaudit.policies.base import QueueName
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.engine import Engine, InitialView, ReplayRun, TraceSink, Validation
 from cbaudit.sim.engine_config import EngineConfig
@@ -154,11 +154,10 @@ def parse_initial(data: Any, source: str, pointer: str = "") -> dict[str, Initia
             "REPLAY.INITIAL.SHAPE", "initial state needs a requests list", source, pointer=pointer
         )
     out: dict[str, InitialView] = {}
-    names = {q.name.lower(): q for q in QueueName if q is not QueueName.PENDING}
     for i, v in enumerate(data["requests"]):
         ptr = f"{pointer}/requests/{i}"
         try:
-            queue = names[v["queue"]]
+            queue = Queue(v["queue"])
             out[str(v["request_id"])] = InitialView(
                 emitted=int(v["emitted_tokens"]),
                 computed=int(v["computed_tokens"]),

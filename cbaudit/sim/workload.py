@@ -237,7 +237,32 @@ def workload_from_data(data: Any, source: str = "<workload>") -> Workload:
     for key in ("workload_id", "clock", "budgets", "requests"):
         if key not in top:
             raise _err("WORKLOAD.FIELD.MISSING", f"manifest needs {key}", source, "")
-    clock_data = _map(top["clock"], source, "/clock")
+    clock = _clock(top["clock"], source)
+    policy = (
+        _policy(top["policy"], source, "/policy")
+        if "policy" in top
+        else PolicyIdentity("unspecified", "0")
+    )
+    budgets = _budgets(top["budgets"], source, "/budgets")
+    decls = _requests(top["requests"], source)
+    hidden: dict[str, int] | None = None
+    if "fixture_only_hidden_truth" in top:
+        hidden = _hidden_truth(top["fixture_only_hidden_truth"], decls, source)
+    version = top.get("schema_version", 1)
+    return Workload(
+        workload_id=_str(top["workload_id"], source, "/workload_id"),
+        clock=clock,
+        policy=policy,
+        budgets=budgets,
+        requests=tuple(decls),
+        hidden_realized=hidden,
+        source=source,
+        schema_version=version if isinstance(version, int) else 1,
+    )
+
+
+def _clock(data: Any, source: str) -> Clock:
+    clock_data = _map(data, source, "/clock")
     unit_raw = clock_data.get("unit", "tick")
     if unit_raw not in ("tick", "ms"):
         raise _err(
@@ -249,14 +274,12 @@ def workload_from_data(data: Any, source: str = "<workload>") -> Workload:
     tick_ms = clock_data.get("tick_ms")
     if tick_ms is not None:
         tick_ms = _num(tick_ms, source, "/clock/tick_ms")
-    clock = Clock(ClockUnit(unit_raw), tick_ms)
-    policy = (
-        _policy(top["policy"], source, "/policy")
-        if "policy" in top
-        else PolicyIdentity("unspecified", "0")
-    )
-    budgets = _budgets(top["budgets"], source, "/budgets")
-    raw_requests = top["requests"]
+    return Clock(ClockUnit(unit_raw), tick_ms)
+
+
+def _requests(raw_requests: Any, source: str) -> list[RequestDecl]:
+    """The declarations, sorted by (arrival, arrival_order); ids and orders unique, and
+    arrival orders consistent with arrival times."""
     if not isinstance(raw_requests, list):
         raise _err("WORKLOAD.FIELD.TYPE", "requests must be a list", source, "/requests")
     decls: list[RequestDecl] = []
@@ -273,40 +296,7 @@ def workload_from_data(data: Any, source: str = "<workload>") -> Workload:
                 f"{ptr}/request_id",
             )
         seen[rid] = i
-        for key in ("arrival", "prompt_tokens", "max_output_tokens"):
-            if key not in r:
-                raise _err("WORKLOAD.FIELD.MISSING", f"request needs {key}", source, ptr)
-        priority = r.get("priority", 0)
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise _err(
-                "WORKLOAD.FIELD.TYPE", "priority must be an integer", source, f"{ptr}/priority"
-            )
-        client = r.get("client")
-        if client is not None:
-            client = _str(client, source, f"{ptr}/client")
-        slo = r.get("slo")
-        if slo is not None:
-            slo = {
-                str(k): _num(v, source, f"{ptr}/slo/{k}")
-                for k, v in _map(slo, source, f"{ptr}/slo").items()
-            }
-        decls.append(
-            RequestDecl(
-                request_id=rid,
-                arrival=_num(r["arrival"], source, f"{ptr}/arrival"),
-                arrival_order=_int(r["arrival_order"], source, f"{ptr}/arrival_order", minimum=0)
-                if "arrival_order" in r
-                else i,
-                prompt_tokens=_int(r["prompt_tokens"], source, f"{ptr}/prompt_tokens", minimum=1),
-                max_output_tokens=_int(
-                    r["max_output_tokens"], source, f"{ptr}/max_output_tokens", minimum=1
-                ),
-                request_generation=_opt_int(r, "request_generation", source, ptr, 0) or 0,
-                client=client,
-                priority=priority,
-                slo=slo,
-            )
-        )
+        decls.append(_request(r, rid, i, source))
     orders = [d.arrival_order for d in decls]
     if len(set(orders)) != len(orders):
         raise _err(
@@ -324,42 +314,68 @@ def workload_from_data(data: Any, source: str = "<workload>") -> Workload:
                 source,
                 "/requests",
             )
-    hidden: dict[str, int] | None = None
-    if "fixture_only_hidden_truth" in top:
-        h = _map(top["fixture_only_hidden_truth"], source, "/fixture_only_hidden_truth")
-        realized = _map(
-            h.get("realized_output_tokens", {}),
-            source,
-            "/fixture_only_hidden_truth/realized_output_tokens",
-        )
-        by_id = {d.request_id: d for d in decls}
-        hidden = {}
-        for rid, value in realized.items():
-            ptr = f"/fixture_only_hidden_truth/realized_output_tokens/{rid}"
-            if rid not in by_id:
-                raise _err(
-                    "WORKLOAD.HIDDEN_TRUTH.UNKNOWN_REQUEST", f"no request {rid!r}", source, ptr
-                )
-            n = _int(value, source, ptr, minimum=1)
-            if n > by_id[rid].max_output_tokens:
-                raise _err(
-                    "WORKLOAD.HIDDEN_TRUTH.RANGE",
-                    f"realized {n} exceeds max_output_tokens {by_id[rid].max_output_tokens}",
-                    source,
-                    ptr,
-                )
-            hidden[str(rid)] = n
-    version = top.get("schema_version", 1)
-    return Workload(
-        workload_id=_str(top["workload_id"], source, "/workload_id"),
-        clock=clock,
-        policy=policy,
-        budgets=budgets,
-        requests=tuple(decls),
-        hidden_realized=hidden,
-        source=source,
-        schema_version=version if isinstance(version, int) else 1,
+    return decls
+
+
+def _request(r: Mapping[str, Any], rid: str, i: int, source: str) -> RequestDecl:
+    """Declaration `i` (request `rid`), its fields checked where they are read."""
+    ptr = f"/requests/{i}"
+    for key in ("arrival", "prompt_tokens", "max_output_tokens"):
+        if key not in r:
+            raise _err("WORKLOAD.FIELD.MISSING", f"request needs {key}", source, ptr)
+    priority = r.get("priority", 0)
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise _err("WORKLOAD.FIELD.TYPE", "priority must be an integer", source, f"{ptr}/priority")
+    client = r.get("client")
+    if client is not None:
+        client = _str(client, source, f"{ptr}/client")
+    slo = r.get("slo")
+    if slo is not None:
+        slo = {
+            str(k): _num(v, source, f"{ptr}/slo/{k}")
+            for k, v in _map(slo, source, f"{ptr}/slo").items()
+        }
+    return RequestDecl(
+        request_id=rid,
+        arrival=_num(r["arrival"], source, f"{ptr}/arrival"),
+        arrival_order=_int(r["arrival_order"], source, f"{ptr}/arrival_order", minimum=0)
+        if "arrival_order" in r
+        else i,
+        prompt_tokens=_int(r["prompt_tokens"], source, f"{ptr}/prompt_tokens", minimum=1),
+        max_output_tokens=_int(
+            r["max_output_tokens"], source, f"{ptr}/max_output_tokens", minimum=1
+        ),
+        request_generation=_opt_int(r, "request_generation", source, ptr, 0) or 0,
+        client=client,
+        priority=priority,
+        slo=slo,
     )
+
+
+def _hidden_truth(data: Any, decls: list[RequestDecl], source: str) -> dict[str, int]:
+    """The realized output lengths: declared requests only, each within its cap."""
+    h = _map(data, source, "/fixture_only_hidden_truth")
+    realized = _map(
+        h.get("realized_output_tokens", {}),
+        source,
+        "/fixture_only_hidden_truth/realized_output_tokens",
+    )
+    by_id = {d.request_id: d for d in decls}
+    hidden: dict[str, int] = {}
+    for rid, value in realized.items():
+        ptr = f"/fixture_only_hidden_truth/realized_output_tokens/{rid}"
+        if rid not in by_id:
+            raise _err("WORKLOAD.HIDDEN_TRUTH.UNKNOWN_REQUEST", f"no request {rid!r}", source, ptr)
+        n = _int(value, source, ptr, minimum=1)
+        if n > by_id[rid].max_output_tokens:
+            raise _err(
+                "WORKLOAD.HIDDEN_TRUTH.RANGE",
+                f"realized {n} exceeds max_output_tokens {by_id[rid].max_output_tokens}",
+                source,
+                ptr,
+            )
+        hidden[str(rid)] = n
+    return hidden
 
 
 def _schema_findings(doc: Document) -> list[Finding]:

@@ -31,9 +31,13 @@ def test_negative_produces_its_code(path: Path) -> None:
     """The patched case yields a located finding with the declared code."""
     case = load_case(path)
     assert case.error is None
-    assert case.expect_code in CODES
+    assert case.expect_code is not None
     findings, unusable, _ = check_case_data(case.data, file=str(path), locate=case.locate)
-    assert not unusable
+    if case.expect_code.startswith("SCHEMA."):  # a shape the contract refuses to read at all
+        assert unusable
+    else:
+        assert case.expect_code in CODES
+        assert not unusable
     hits = [f for f in findings if f.code == case.expect_code]
     assert hits, f"{path.name}: expected {case.expect_code}, got {[f.code for f in findings]}"
     for f in hits:

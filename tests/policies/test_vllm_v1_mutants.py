@@ -13,8 +13,9 @@ from repo_paths import CONFORMANCE
 from cbaudit.conform import sides
 from cbaudit.conform.core import ConformInput, conform
 from cbaudit.conform.inputs import Step
+from cbaudit.contract.live_request import LiveRequest
 from cbaudit.model import CheckStatus
-from cbaudit.policies.base import PlanBuilder, ReqState, StateView
+from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.vllm_v1 import VllmV1Policy
 from cbaudit.sim import engine_config
 
@@ -38,31 +39,31 @@ class WaitingAfterPreemption(VllmV1Policy):
 
 
 class FcfsVictimHead(VllmV1Policy):
-    def _victim(self, running: list[ReqState]) -> ReqState:
+    def _victim(self, running: list[LiveRequest]) -> LiveRequest:
         return running[0] if self.mode == "fcfs" else super()._victim(running)
 
 
 class PriorityVictimByPriorityOnly(VllmV1Policy):
-    def _victim(self, running: list[ReqState]) -> ReqState:
+    def _victim(self, running: list[LiveRequest]) -> LiveRequest:
         if self.mode == "priority":
             return max(running, key=lambda r: r.priority)
         return super()._victim(running)
 
 
 class PriorityWaitingInArrivalOrder(VllmV1Policy):
-    def _waiting_order(self, view: StateView) -> Iterable[ReqState]:
+    def _waiting_order(self, view: StateView) -> Iterable[LiveRequest]:
         return view.waiting
 
 
 class NoThresholdWhenWaiting(VllmV1Policy):
-    def _new_tokens(self, r: ReqState, view: StateView, budget: int, *, running: bool) -> int:
+    def _new_tokens(self, r: LiveRequest, view: StateView, budget: int, *, running: bool) -> int:
         if running:
             return super()._new_tokens(r, view, budget, running=True)
         return min(r.p + r.e - r.c, budget)
 
 
 class NoThresholdWhenRunning(VllmV1Policy):
-    def _new_tokens(self, r: ReqState, view: StateView, budget: int, *, running: bool) -> int:
+    def _new_tokens(self, r: LiveRequest, view: StateView, budget: int, *, running: bool) -> int:
         if not running:
             return super()._new_tokens(r, view, budget, running=False)
         return min(r.p + r.e - r.c, budget)
@@ -74,7 +75,7 @@ class PreemptOnlyIsNoStep(VllmV1Policy):
 
 class RefusalSkipsToTheNext(VllmV1Policy):
     def _waiting_pass(
-        self, view: StateView, plan: PlanBuilder, n_running: int, waiting: Iterable[ReqState]
+        self, view: StateView, plan: PlanBuilder, n_running: int, waiting: Iterable[LiveRequest]
     ) -> None:
         for r in waiting:
             if plan.tokens_left <= 0 or n_running >= view.budgets.sequence_budget:
@@ -87,7 +88,7 @@ class RefusalSkipsToTheNext(VllmV1Policy):
 
 
 class FcfsPreemptedToTheBack(VllmV1Policy):
-    def _waiting_order(self, view: StateView) -> Iterable[ReqState]:
+    def _waiting_order(self, view: StateView) -> Iterable[LiveRequest]:
         if self.mode == "priority":
             return super()._waiting_order(view)
         fresh = [r for r in view.waiting if r.preemptions == 0]
@@ -96,7 +97,7 @@ class FcfsPreemptedToTheBack(VllmV1Policy):
 
 class SelfPreemptionGoesOn(VllmV1Policy):
     def _running_pass(
-        self, view: StateView, plan: PlanBuilder, running: list[ReqState]
+        self, view: StateView, plan: PlanBuilder, running: list[LiveRequest]
     ) -> tuple[int, bool]:
         preempted = False
         i = 0
@@ -160,7 +161,7 @@ def test_a_changed_policy_rule_is_caught_by_the_corpus(
     assert _first_divergence() is not None, f"no corpus run catches: {name}"
 
 
-def _unselect_keeping_tokens(self: PlanBuilder, req: ReqState) -> None:
+def _unselect_keeping_tokens(self: PlanBuilder, req: LiveRequest) -> None:
     left = self.tokens_left
     _UNSELECT(self, req)
     self.tokens_left = left  # the victim's tokens are not given back

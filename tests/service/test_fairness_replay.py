@@ -205,13 +205,15 @@ def test_bad_policy_options_are_refused(pid: str, options: dict[str, Any]) -> No
 
 def test_reconciled_policy_rolls_back_uncompleted_work() -> None:
     """C_select reserves a selection's cost and rolls it back when nothing completed."""
-    from cbaudit.policies.base import BudgetsView, PlanBuilder, QueueName, ReqState, key_function
+    from cbaudit.contract.live_request import LiveRequest
+    from cbaudit.contract.records import Queue
+    from cbaudit.policies.base import BudgetsView, PlanBuilder, key_function
     from cbaudit.policies.vtc import VtcCompletionReconciledPolicy
     from cbaudit.sim.engine import _View
 
     policy = VtcCompletionReconciledPolicy({})
-    r = ReqState(0, "a0", 0, 4, 1, 0.0, 0, 0, "A")
-    r.queue = QueueName.WAITING
+    r = LiveRequest(0, "a0", 0, 4, 1, 0.0, 0, 0, "A")
+    r.queue = Queue.WAITING
     budgets = BudgetsView(4, 1, None, None, None)
     key = key_function(policy.tie_break_key, policy.phase_order)
 
@@ -228,7 +230,7 @@ def test_reconciled_policy_rolls_back_uncompleted_work() -> None:
     assert policy.c_select == {"A": 4} and policy.w_done.get("A", 0) == 0
     r.c = 4  # the retry completed four input rows
     r.e = 1
-    r.queue = QueueName.FINISHED
+    r.queue = Queue.FINISHED
     empty = _View(3, 3, 3.0, budgets, [], [], None)
     policy.choose(empty, PlanBuilder(empty, key))
     assert policy.w_done == {"A": 4} and policy.c_select == {"A": 4}

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from repo_paths import EVIDENCE
 
+from cbaudit.contract.live_request import LiveRequest
 from cbaudit.model import CheckStatus, InputError
 from cbaudit.oracles.fixtures import load_fixture
-from cbaudit.policies.base import ReqState
 from cbaudit.policies.least_slack import LeastSlackPolicy
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim import slo, slo_oracle
@@ -51,7 +51,7 @@ def test_deadline_origins_and_slack() -> None:
 def test_least_slack_clock_runs_from_emission_not_selection() -> None:
     """A live stream's deadline is last emission + TBT; a waiting one's is arrival + TTFT."""
     policy = LeastSlackPolicy({})
-    r = ReqState(0, "r", 0, 1, 4, 0.0, 0, 0, None)
+    r = LiveRequest(0, "r", 0, 1, 4, 0.0, 0, 0, None)
     r.ttft_limit, r.tbt_limit = 3.0, 2.0
     first = policy.slack_of(r, now=3.0, token_budget=2)
     assert (first.target, first.deadline, first.slack) == ("first", 3.0, -1.0)

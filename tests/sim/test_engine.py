@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from cbaudit.contract.records import Phase
 from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.sim.cost_unit import UnitCostModel
 from cbaudit.sim.engine import Engine, Validation
@@ -30,7 +31,7 @@ class _Buggy:
     policy_id = "buggy"
     policy_version = "1"
     tie_break_key = ("arrival_order", "request_id", "request_generation")
-    phase_order = ("DECODE_ROW", "PREFILL_CHUNK")
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, bug: str) -> None:
         self.bug = bug
@@ -51,7 +52,7 @@ class _Buggy:
             item.snapshot += 7
         elif self.bug == "phase":
             item = plan.select(r, 1, admit=r in view.waiting)
-            item.phase = "DECODE_ROW"
+            item.phase = Phase.DECODE_ROW
 
 
 @pytest.mark.parametrize(

@@ -20,12 +20,13 @@ from cbaudit.contract.live import LiveContract
 from cbaudit.contract.records import (
     IterationPlan,
     IterationResult,
+    Phase,
     Queue,
     SchedulerState,
     WorkloadManifest,
 )
 from cbaudit.contract.result_contract import check_result
-from cbaudit.policies.base import PlanBuilder, QueueName, StateView
+from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.cost_unit import UnitCostModel
 from cbaudit.sim.engine import Engine, InitialView, ReplayRun, Validation
@@ -102,11 +103,11 @@ def test_swap_restored_views_are_rechecked() -> None:
     ("initial", "code"),
     [
         (
-            InitialView(emitted=0, computed=5, queue=QueueName.WAITING),
+            InitialView(emitted=0, computed=5, queue=Queue.WAITING),
             "STATE.FRONTIER.INCONSISTENT",
         ),
         (
-            InitialView(emitted=20, computed=23, queue=QueueName.RUNNING),
+            InitialView(emitted=20, computed=23, queue=Queue.RUNNING),
             "STATE.EMITTED.EXCEEDS_MAX",
         ),
     ],
@@ -127,7 +128,7 @@ class _Buggy:
     policy_id = "buggy"
     policy_version = "1"
     tie_break_key = ("arrival_order", "request_id", "request_generation")
-    phase_order = ("DECODE_ROW", "PREFILL_CHUNK")
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, bug: str) -> None:
         self.bug = bug
@@ -174,7 +175,7 @@ class _Stale:
         return self._view.state_version - 1
 
 
-NOT_READY = {"q0": InitialView(0, 0, QueueName.WAITING, ready=False, readiness_reason="REMOTE_KV")}
+NOT_READY = {"q0": InitialView(0, 0, Queue.WAITING, ready=False, readiness_reason="REMOTE_KV")}
 
 
 @pytest.mark.parametrize(
@@ -245,10 +246,8 @@ def _live_and_record_results(mutate: str) -> tuple[list[Issue], list[Issue]]:
     contract = WorkloadManifest.from_json(engine.workload.to_manifest())
     reqs = engine.reqs
     for r in reqs:
-        r.queue = QueueName.WAITING
-    live = LiveContract(
-        contract, {QueueName.WAITING: Queue.WAITING, QueueName.RUNNING: Queue.RUNNING}
-    )
+        r.queue = Queue.WAITING
+    live = LiveContract(contract)
     for r in reqs:
         live.enter_waiting(r)
 

@@ -6,16 +6,9 @@ from typing import Any
 
 import pytest
 
-from cbaudit.policies.base import (
-    DECODE_ROW,
-    PREFILL_CHUNK,
-    RECOMPUTE_CHUNK,
-    PlanBuilder,
-    QueueName,
-    ReqState,
-    StateView,
-    key_function,
-)
+from cbaudit.contract.live_request import LiveRequest
+from cbaudit.contract.records import Phase, Queue
+from cbaudit.policies.base import PlanBuilder, StateView, key_function
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.cost_unit import UnitCostModel
 from cbaudit.sim.engine import Engine, InitialView, Validation
@@ -70,7 +63,7 @@ def test_validated_vllm_replay_with_recompute_is_clean(scheduling: str) -> None:
     assert run.stop_reason == "completed"
     assert run.preemptions > 0
     assert sum(s.recompute_tokens for s in run.stats) > 0
-    assert RECOMPUTE_CHUNK in sink.phases
+    assert Phase.RECOMPUTE_CHUNK in sink.phases
     assert len(sink.outputs) == len(set(sink.outputs))
     for rid, n in REALIZED.items():
         assert sorted(i for r, i in sink.outputs if r == rid) == list(range(1, n + 1))
@@ -113,7 +106,7 @@ class _BuggyRebuild:
     policy_id = "buggy-rebuild"
     policy_version = "1"
     tie_break_key = ("arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def __init__(self, bug: str) -> None:
         self.bug = bug
@@ -124,10 +117,10 @@ class _BuggyRebuild:
             plan.select(r, r.p + r.e - r.c + 1, admit=True)
         elif self.bug == "as_prefill":
             item = plan.select(r, 2, admit=True)
-            item.phase = PREFILL_CHUNK
+            item.phase = Phase.PREFILL_CHUNK
         elif self.bug == "as_decode":
             item = plan.select(r, 1, admit=True)
-            item.phase = DECODE_ROW
+            item.phase = Phase.DECODE_ROW
 
 
 @pytest.mark.parametrize(
@@ -145,7 +138,7 @@ def test_rebuild_bug_gives_the_same_codes_on_both_paths(bug: str, code: str) -> 
         {"token_budget": 16, "sequence_budget": 2},
         {"q0": 6},
     )
-    initial = {"q0": InitialView(emitted=2, computed=0, queue=QueueName.WAITING)}
+    initial = {"q0": InitialView(emitted=2, computed=0, queue=Queue.WAITING)}
     codes = []
     for validation in (Validation.CONTRACT, Validation.FAST):
         run = Engine(
@@ -160,13 +153,14 @@ def test_rebuild_bug_gives_the_same_codes_on_both_paths(bug: str, code: str) -> 
 def test_key_function_ranks_an_unlisted_rebuild_like_prefill() -> None:
     """The engine's key agrees with the contract: an unlisted rebuild takes the prefill rank."""
     fields = ("phase_rank", "priority_rank", "arrival_order", "request_id", "request_generation")
-    r = ReqState(0, "q0", 0, 4, 8, 0.0, 0, 0, None)
-    two = key_function(fields, (DECODE_ROW, PREFILL_CHUNK))
-    assert two(r, RECOMPUTE_CHUNK)[0] == two(r, PREFILL_CHUNK)[0] == 1
-    three = key_function(fields, (RECOMPUTE_CHUNK, DECODE_ROW, PREFILL_CHUNK))
-    assert [three(r, ph)[0] for ph in (RECOMPUTE_CHUNK, DECODE_ROW, PREFILL_CHUNK)] == [0, 1, 2]
-    generic = key_function(("phase_rank", "request_id"), (DECODE_ROW, PREFILL_CHUNK))
-    assert generic(r, RECOMPUTE_CHUNK) == (1, "q0")
+    r = LiveRequest(0, "q0", 0, 4, 8, 0.0, 0, 0, None)
+    two = key_function(fields, (Phase.DECODE_ROW, Phase.PREFILL_CHUNK))
+    assert two(r, Phase.RECOMPUTE_CHUNK)[0] == two(r, Phase.PREFILL_CHUNK)[0] == 1
+    order = (Phase.RECOMPUTE_CHUNK, Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
+    three = key_function(fields, order)
+    assert [three(r, ph)[0] for ph in order] == [0, 1, 2]
+    generic = key_function(("phase_rank", "request_id"), (Phase.DECODE_ROW, Phase.PREFILL_CHUNK))
+    assert generic(r, Phase.RECOMPUTE_CHUNK) == (1, "q0")
 
 
 class _Published:
@@ -249,7 +243,7 @@ class _Thrash:
     policy_id = "thrash"
     policy_version = "1"
     tie_break_key = ("arrival_order", "request_id", "request_generation")
-    phase_order = (DECODE_ROW, PREFILL_CHUNK)
+    phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         for r in list(view.running):
