@@ -203,7 +203,7 @@ R(
     " nothing scheduled.",
     "S30 E04 E05",
     f"{_POLICY}.preempt_only_is_a_step",
-    f"{_ENGINE}.run",
+    f"{_ENGINE}.execute",
 )
 
 # --- preemption (the engine and the plan builder)
@@ -213,14 +213,14 @@ R(
     " tokens drop to 0 (its outputs stay: it re-prefills them later) and it is preempted.",
     "S70 S71 S72 S73 K07 T06",
     f"{_BUILDER}.preempt",
-    f"{_ENGINE}.run",
+    f"{_ENGINE}._preempt",
 )
 R(
     "preempt.requeue",
     "A victim goes back to the waiting queue with prepend: at the very front under fcfs (one"
     " by one, so several victims keep their running order), by its order under priority.",
     "S74 Q03 Q05",
-    f"{_ENGINE}.run",
+    f"{_ENGINE}._preempt",
     f"{_POLICY}._waiting_order",
 )
 
@@ -286,7 +286,7 @@ R(
     "An admitted request leaves the waiting queue for the end of the running list, is new"
     " or resumed (after a preemption), and its tokens leave the budget.",
     "S52 Q02 S53 S54 S55 S56 S65",
-    f"{_ENGINE}._admit",
+    f"{_ENGINE}._move_admitted",
     f"{_BUILDER}.take",
     f"{_SIDES}:StepRenderer.event",
 )
@@ -297,7 +297,7 @@ R(
     "A request holds cdiv(tokens it was allocated for, block_size) blocks; after the step"
     " that is cdiv(computed, block_size). With caching off the new blocks are not cached.",
     "T04 T05 K08",
-    f"{_ENGINE}.run",
+    f"{_ENGINE}._serve",
 )
 R(
     "kv.free_count",
@@ -320,7 +320,7 @@ R(
     "Computed tokens advance when the step is scheduled; a request whose computed tokens"
     " reach num_tokens samples one token.",
     "S63 S81",
-    f"{_ENGINE}.run",
+    f"{_ENGINE}._serve",
 )
 R(
     "update.stop",
@@ -328,20 +328,20 @@ R(
     " it produces min(max_tokens, max_model_len - prompt) tokens.",
     "S84 U01 U02 R06",
     f"{_CONFIG}:EngineConfig.output_limit",
-    f"{_ENGINE}.run",
+    f"{_ENGINE}._serve",
 )
 R(
     "update.finish",
     "A finished request's blocks are freed in the update and it leaves the running list, the"
     " others keeping their order.",
     "S82 S83 S89",
-    f"{_ENGINE}.run",
+    f"{_ENGINE}._retire",
 )
 R(
     "update.arrival",
     "A new request is enqueued: appended under fcfs, pushed onto the heap under priority.",
     "S85 S86 S87 Q01 Q04 E06",
-    f"{_ENGINE}.run",
+    f"{_ENGINE}.admit",
 )
 
 # --- what a trace line reports (conform)
