@@ -91,6 +91,12 @@ def replay(
         Validation.CONTRACT, "--validate", help="contract | fast | off."
     ),
     no_validate: bool = typer.Option(False, "--no-validate", help="Same as --validate off."),
+    per_iteration: bool = typer.Option(
+        False,
+        "--per-iteration",
+        help="Run every iteration through the policy and the checks (no quiet decode"
+        " stretches in closed form). The report is the same; it is the reference path.",
+    ),
     goodput: list[str] = typer.Option(
         None,
         "--goodput",
@@ -141,6 +147,7 @@ def replay(
         slo_window_ms=slo_window_ms,
         preemption=_pairs(preemption, "--preemption"),
         engine_config=engine,
+        stretches=not per_iteration,
     )
     sink = core.trace_file(trace_out) if trace_out is not None else nullcontext(None)
     with sink as trace, _progress_bar(quiet) as progress:

@@ -58,6 +58,7 @@ from cbaudit.policies.base import (
 from cbaudit.policies.budget import blocks_held
 from cbaudit.sim.records_io import UNSTATED_REASON, plan_json, result_json, state_json
 from cbaudit.sim.step import StepShape
+from cbaudit.sim.stretch import run_stretch
 from cbaudit.sim.workload import ClockUnit, Workload
 
 # module constants: reading an Enum member off its class costs an attribute lookup per use
@@ -105,7 +106,6 @@ class RequestStats:
     last_token: float | None = None
     finished: float | None = None
     finish_reason: str | None = None
-    tbt_sum: float = 0.0
     tbt_max: float = 0.0
     tbt_count: int = 0
     recompute_tokens: int = 0
@@ -124,7 +124,7 @@ class ReplayRun:
     rows_per_iteration: list[int]  # selected request generations per iteration (index i -> i+1)
     tokens_per_iteration: list[int]
     iteration_end_times: list[float]
-    tbt_samples: list[float]
+    tbt_counts: dict[float, int]  # every gap between two output tokens -> how often
     findings: list[EngineFinding]
     iterations: int
     end_time: float
@@ -255,6 +255,7 @@ class Engine:
         preemption: Any = None,
         cross_check: bool = False,
         step_observer: Callable[[Any], None] | None = None,
+        stretches: bool = True,
     ) -> None:
         self.identity = identity_of(policy)
         # called with a step_trace.StepEvent after each executed iteration (replay --steps)
@@ -294,6 +295,25 @@ class Engine:
         if validation is not Validation.OFF:
             self._contract = WorkloadManifest.from_json(self.workload.to_manifest())
         self._init_loop_state()
+        # quiet decode stretches in closed form (cbaudit.sim.stretch): only for a policy that
+        # declares them, and never when every iteration must be seen (trace, cross-check, step
+        # observer) or when swap transfers can land inside a stretch
+        self.stretches = (
+            stretches
+            and callable(getattr(policy, "decode_stretch", None))
+            and trace is None
+            and not self.cross_check
+            and step_observer is None
+            and preemption is None
+        )
+        self.stretch_count = 0  # stretches taken (for tests and benchmarks)
+        self.stretch_iterations = 0
+
+    def cut(self, version: int, iteration: int, now: float, free: int | None) -> _View:
+        """A published cut of the current queues (the policy's input)."""
+        return _View(
+            version, iteration, now, self.budgets, self.running, self.waiting, free
+        )
 
     def _ms_per_unit(self, workload: Workload) -> float:
         """Milliseconds per clock unit for the cost model's step times."""
@@ -339,7 +359,7 @@ class Engine:
         self.rows: list[int] = []  # selected request generations per iteration
         self.tokens_iter: list[int] = []
         self.end_times: list[float] = []
-        self.tbt: list[float] = []
+        self.tbt: dict[float, int] = {}  # TBT gaps as counts of distinct values
         self.findings: list[EngineFinding] = []
         self.service: dict[str, int] = {}  # completed semantic service per client
         self.now = 0.0
@@ -404,6 +424,8 @@ class Engine:
             self.wait(plan)
         else:
             self.publish(step)
+            if self.stretches and self.stop is None:
+                run_stretch(self, step)
 
     # ------------------------------------------------------------------ admit
 
@@ -673,8 +695,7 @@ class Engine:
                     st.first_token = now
                 else:
                     gap_t = now - (st.last_token or 0.0)
-                    tbt.append(gap_t)
-                    st.tbt_sum += gap_t
+                    tbt[gap_t] = tbt.get(gap_t, 0) + 1
                     st.tbt_count += 1
                     if gap_t > st.tbt_max:
                         st.tbt_max = gap_t
@@ -792,7 +813,7 @@ class Engine:
             rows_per_iteration=self.rows,
             tokens_per_iteration=self.tokens_iter,
             iteration_end_times=self.end_times,
-            tbt_samples=self.tbt,
+            tbt_counts=self.tbt,
             findings=self.findings,
             iterations=self.iteration,
             end_time=self.now,

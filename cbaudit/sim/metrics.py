@@ -19,7 +19,7 @@ declared `tick_ms`, null when none is declared):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -80,6 +80,62 @@ def distribution(samples: Iterable[float]) -> dict[str, Any]:
         out[name] = (
             _num(xs[max(1, math.ceil(q * len(xs))) - 1]) if len(xs) >= gate else INSUFFICIENT
         )
+    return out
+
+
+def distribution_counts(counts: Mapping[float, int]) -> dict[str, Any]:
+    """`distribution` of the multiset `counts` (value -> how often), bit for bit.
+
+    Nearest rank walks the cumulative counts of the sorted distinct values. The mean is the
+    exact sum divided once: `math.fsum` is correctly rounded, so summing the values exactly (in
+    integers over a common power-of-two denominator) and rounding once gives the same float.
+    """
+    n = sum(counts.values())
+    out: dict[str, Any] = {"n": n}
+    if not n:
+        out.update({"mean": None, "min": None, "max": None})
+        out.update({name: INSUFFICIENT for name, _, _ in PERCENTILE_GATES})
+        return out
+    keys = sorted(counts)
+    out["mean"] = _num(exact_sum(counts) / n)
+    out["min"] = _num(keys[0])
+    out["max"] = _num(keys[-1])
+    for name, q, gate in PERCENTILE_GATES:
+        if n < gate:
+            out[name] = INSUFFICIENT
+            continue
+        rank = max(1, math.ceil(q * n))
+        seen = 0
+        for v in keys:
+            seen += counts[v]
+            if seen >= rank:
+                out[name] = _num(v)
+                break
+    return out
+
+
+def exact_sum(counts: Mapping[float, int]) -> float:
+    """The correctly rounded sum of the multiset `counts` (what `math.fsum` of it returns)."""
+    if any(not math.isfinite(v) for v in counts):
+        return math.fsum(v * c for v, c in counts.items())  # inf/nan propagate as fsum's do
+    ratios = [(v.as_integer_ratio(), c) for v, c in counts.items() if c]
+    if not ratios:
+        return 0.0
+    den = max(d for (_, d), _ in ratios)  # every denominator is a power of two
+    total = sum(num * (den // d) * c for (num, d), c in ratios)
+    return float(Fraction(total, den))
+
+
+def scaled_counts(
+    counts: Mapping[float, int], convert: Callable[[float], float | None]
+) -> dict[float, int] | None:
+    """`counts` with every value converted (None when a value does not convert)."""
+    out: dict[float, int] = {}
+    for v, c in counts.items():
+        m = convert(v)
+        if m is None:
+            return None
+        out[m] = out.get(m, 0) + c
     return out
 
 
@@ -165,7 +221,7 @@ def summarize(
         "latency": {
             "queue_delay": both(per.qdelay),
             "ttft": both(per.ttft),
-            "tbt": both(run.tbt_samples),
+            "tbt": _both_counts(run.tbt_counts, to_ms),
             "tpot": both(per.tpot),
             "e2e": both(per.e2e),
         },
@@ -179,6 +235,16 @@ def summarize(
     if per_request:
         result["requests"] = per.records
     return result
+
+
+def _both_counts(
+    counts: Mapping[float, int], to_ms: Callable[[float], float | None]
+) -> dict[str, Any]:
+    """`distribution_counts` in clock units and, when the clock converts, in ms."""
+    out = distribution_counts(counts)
+    ms = scaled_counts(counts, to_ms)
+    out["ms"] = None if ms is None else distribution_counts(ms)
+    return out
 
 
 def _ms(to_ms: Callable[[float], float | None], v: float | None) -> float | int | None:

@@ -51,6 +51,9 @@ class ReplayOptions:
     preemption: Mapping[str, Any] = field(default_factory=dict)
     # A vLLM engine's arguments (`--engine-config`): budgets, vllm-v1 options, output limits.
     engine_config: EngineConfig | None = None
+    # quiet decode stretches in closed form (cbaudit.sim.stretch); False runs every iteration
+    # through the policy and the checks. Not part of `describe`: both give the same report.
+    stretches: bool = True
 
     def describe(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}
@@ -219,6 +222,7 @@ def run(
         progress=progress,
         preemption=preemption,
         step_observer=recorder,
+        stretches=options.stretches,
     )
     result = engine.run()
     if recorder is not None:

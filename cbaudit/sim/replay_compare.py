@@ -174,7 +174,8 @@ def sample_unit(run: ReplayRun) -> str:
 
 
 def request_samples(run: ReplayRun) -> tuple[dict[str, list[float | int]], str]:
-    """Per-request samples (metric -> values, request order; tbt in engine order) and unit."""
+    """Per-request samples (metric -> values, request order; tbt
+    in ascending order) and unit."""
     to_ms = ms_converter(run)
     unit = sample_unit(run)
 
@@ -191,7 +192,7 @@ def request_samples(run: ReplayRun) -> tuple[dict[str, list[float | int]], str]:
         for name, v in zip(("queue_delay", "ttft", "e2e_latency", "tpot"), times, strict=True):
             if v is not None:
                 lists[name].append(value(v))
-    lists["tbt"] = [value(v) for v in run.tbt_samples]
+    lists["tbt"] = [value(v) for v in sorted(run.tbt_counts) for _ in range(run.tbt_counts[v])]
     return {name: vals for name, vals in lists.items() if vals}, unit
 
 
