@@ -311,9 +311,7 @@ class Engine:
 
     def cut(self, version: int, iteration: int, now: float, free: int | None) -> _View:
         """A published cut of the current queues (the policy's input)."""
-        return _View(
-            version, iteration, now, self.budgets, self.running, self.waiting, free
-        )
+        return _View(version, iteration, now, self.budgets, self.running, self.waiting, free)
 
     def _ms_per_unit(self, workload: Workload) -> float:
         """Milliseconds per clock unit for the cost model's step times."""

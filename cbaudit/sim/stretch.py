@@ -61,10 +61,7 @@ def _quiet(engine: Engine, step: Executed) -> bool:
     for item in items:
         if item.phase is not _DECODE or item.end - item.start != 1:
             return False
-    for r in running:
-        if not r.ready or r.floor > r.c or r.c != r.p + r.e - 1:
-            return False
-    return True
+    return all(r.ready and r.floor <= r.c and r.c == r.p + r.e - 1 for r in running)
 
 
 def _decode_cost(engine: Engine) -> Any:
@@ -109,9 +106,7 @@ def run_stretch(engine: Engine, step: Executed) -> None:
     ms_per_unit = engine.ms_per_unit
     cost = engine.cost
     closed = _decode_cost(engine)
-    contexts = (
-        None if closed is not None or slot else [it.req.c + 1 for it in step.plan.items]
-    )
+    contexts = None if closed is not None or slot else [it.req.c + 1 for it in step.plan.items]
     # walk the stretch: per iteration only the clock, the pool and the figures
     now = engine.now
     times: list[float] = []
@@ -166,7 +161,8 @@ def _promise_holds(engine: Engine, k: int, now: float, free: int | None) -> bool
         from cbaudit.policies.base import PlanBuilder
 
         view = engine.cut(engine.version + k, engine.iteration + k, now, free)
-        builder = PlanBuilder(view, engine.key_fn)
+        key_fn = engine.key_fn
+        builder = PlanBuilder(view, key_fn)
         engine.policy.choose(view, builder)
         plan = builder.build()
         ok = (
@@ -175,8 +171,13 @@ def _promise_holds(engine: Engine, k: int, now: float, free: int | None) -> bool
             and not plan.admitted
             and not plan.rejected
             and len(plan.items) == len(running)
+            and plan.state_version == view.state_version
             and all(
-                it.phase is _DECODE and it.start == it.req.c and it.end == it.start + 1
+                it.phase is _DECODE
+                and it.start == it.req.c
+                and it.end == it.start + 1
+                and it.snapshot == it.req.snapshot
+                and it.key == key_fn(it.req, _DECODE)
                 for it in plan.items
             )
             and {it.req.idx for it in plan.items} == {r.idx for r in running}
