@@ -182,7 +182,7 @@ def summarize(
     """JSON-ready metrics of one replay."""
     clock = run.workload.clock
     to_ms = ms_converter(run)
-    per = _per_request(run, to_ms)
+    per = _per_request(run, to_ms, per_request)
 
     def both(samples: list[float]) -> dict[str, Any]:
         out = distribution(samples)
@@ -269,23 +269,43 @@ class _PerRequest:
     finished: int = 0
 
 
-def _per_request(run: ReplayRun, to_ms: Callable[[float], float | None]) -> _PerRequest:
-    """One record per request (clocks in clock units and ms), with the latency samples."""
+def request_record(
+    r: LiveRequest, st: RequestStats, to_ms: Callable[[float], float | None]
+) -> tuple[dict[str, Any], tuple[float | None, float | None, float | None, float | None]]:
+    """One request's record (clocks in clock units and ms) and its (queue delay, TTFT, E2E,
+    TPOT) in clock units."""
+    rec: dict[str, Any] = {
+        "arrival": _num(r.arrival),
+        "output_tokens": r.e,
+        "finish_reason": st.finish_reason,
+        "first_run_iteration": st.first_scheduled_iteration,
+        "preemptions": r.preemptions,
+        "recompute_tokens": st.recompute_tokens,
+        "scheduled_tokens": st.scheduled_tokens,
+        "served_iterations": st.served_iterations,
+    }
+    times = request_times(r, st)
+    for name, value in zip(("queue_delay", "ttft", "e2e", "tpot"), times, strict=True):
+        rec[name] = None if value is None else _num(value)
+        rec[name + "_ms"] = _ms(to_ms, value)
+    rec["tbt_max"] = _num(st.tbt_max) if st.tbt_count else None
+    rec["tbt_max_ms"] = _ms(to_ms, st.tbt_max) if st.tbt_count else None
+    return rec, times
+
+
+def _per_request(
+    run: ReplayRun, to_ms: Callable[[float], float | None], keep: bool = True
+) -> _PerRequest:
+    """The latency samples and totals of every request (and, with `keep`, their records)."""
     per = _PerRequest()
     for r, st in zip(run.requests, run.stats, strict=True):
         per.outputs += r.e
         per.recompute += st.recompute_tokens
-        rec: dict[str, Any] = {
-            "arrival": _num(r.arrival),
-            "output_tokens": r.e,
-            "finish_reason": st.finish_reason,
-            "first_run_iteration": st.first_scheduled_iteration,
-            "preemptions": r.preemptions,
-            "recompute_tokens": st.recompute_tokens,
-            "scheduled_tokens": st.scheduled_tokens,
-            "served_iterations": st.served_iterations,
-        }
-        q, t1, end, tp = request_times(r, st)
+        if keep:
+            rec, (q, t1, end, tp) = request_record(r, st, to_ms)
+            per.records[r.rid] = rec
+        else:
+            q, t1, end, tp = request_times(r, st)
         if q is not None:
             per.qdelay.append(q)
         if t1 is not None:
@@ -295,10 +315,4 @@ def _per_request(run: ReplayRun, to_ms: Callable[[float], float | None]) -> _Per
             per.finished += 1
         if tp is not None:
             per.tpot.append(tp)
-        for name, value in (("queue_delay", q), ("ttft", t1), ("e2e", end), ("tpot", tp)):
-            rec[name] = None if value is None else _num(value)
-            rec[name + "_ms"] = _ms(to_ms, value)
-        rec["tbt_max"] = _num(st.tbt_max) if st.tbt_count else None
-        rec["tbt_max_ms"] = _ms(to_ms, st.tbt_max) if st.tbt_count else None
-        per.records[r.rid] = rec
     return per
