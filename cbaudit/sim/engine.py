@@ -29,6 +29,7 @@ no global randomness).
 from __future__ import annotations
 
 import math
+from array import array
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -96,7 +97,7 @@ class EngineFinding:
     record: str  # "state" | "plan" | "result" | "engine"
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestStats:
     """Clocks of one request (clock units; None when the event did not happen)."""
 
@@ -121,9 +122,9 @@ class ReplayRun:
     identity: PolicyIdentity
     requests: list[LiveRequest]
     stats: list[RequestStats]
-    rows_per_iteration: list[int]  # selected request generations per iteration (index i -> i+1)
-    tokens_per_iteration: list[int]
-    iteration_end_times: list[float]
+    # selected request generations and scheduled tokens per iteration (index i -> i+1)
+    rows_per_iteration: Sequence[int]
+    tokens_per_iteration: Sequence[int]
     tbt_counts: dict[float, int]  # every gap between two output tokens -> how often
     findings: list[EngineFinding]
     iterations: int
@@ -293,7 +294,7 @@ class Engine:
         self.cross_check = cross_check and validation is not Validation.OFF
         self._contract: WorkloadManifest | None = None
         if validation is not Validation.OFF:
-            self._contract = WorkloadManifest.from_json(self.workload.to_manifest())
+            self._contract = self._contract_manifest()
         self._init_loop_state()
         # quiet decode stretches in closed form (cbaudit.sim.stretch): only for a policy that
         # declares them, and never when every iteration must be seen (trace, cross-check, step
@@ -312,6 +313,17 @@ class Engine:
     def cut(self, version: int, iteration: int, now: float, free: int | None) -> _View:
         """A published cut of the current queues (the policy's input)."""
         return _View(version, iteration, now, self.budgets, self.running, self.waiting, free)
+
+    def _contract_manifest(self) -> WorkloadManifest:
+        """The contract's view of the workload, built one declaration at a time (no full JSON
+        copy of a large workload held at once)."""
+        from dataclasses import replace
+
+        from cbaudit.contract.records import RequestDecl
+
+        head = WorkloadManifest.from_json(self.workload.to_manifest(with_requests=False))
+        decls = tuple(RequestDecl.from_json(r) for r in self.workload.iter_request_json())
+        return replace(head, requests=decls)
 
     def _ms_per_unit(self, workload: Workload) -> float:
         """Milliseconds per clock unit for the cost model's step times."""
@@ -354,9 +366,9 @@ class Engine:
         self.waiting: deque[LiveRequest] = deque()
         self.running: list[LiveRequest] = []
         self.stats = [RequestStats() for _ in self.reqs]
-        self.rows: list[int] = []  # selected request generations per iteration
-        self.tokens_iter: list[int] = []
-        self.end_times: list[float] = []
+        # selected request generations and tokens per iteration (4 bytes each, not an object)
+        self.rows: array[int] = array("i")
+        self.tokens_iter: array[int] = array("i")
         self.tbt: dict[float, int] = {}  # TBT gaps as counts of distinct values
         self.findings: list[EngineFinding] = []
         self.service: dict[str, int] = {}  # completed semantic service per client
@@ -462,10 +474,8 @@ class Engine:
 
     def _idle_iterations(self, gap: int) -> None:
         """`gap` empty slot-clock iterations, one tick each."""
-        now = self.now
         self.rows.extend([0] * gap)
         self.tokens_iter.extend([0] * gap)
-        self.end_times.extend(now + k + 1 for k in range(gap))
         self.iteration += gap
 
     def _idle_to_horizon(self, horizon: int) -> None:
@@ -473,7 +483,6 @@ class Engine:
         gap = horizon - self.iteration
         self.rows.extend([0] * gap)
         self.tokens_iter.extend([0] * gap)
-        self.end_times.extend(float(t) for t in range(self.iteration + 1, horizon + 1))
         self.iteration = horizon
         self.now = float(horizon)
         self.stop = "horizon"
@@ -737,7 +746,6 @@ class Engine:
         checked = step.done is None or self._check_result(step)
         self.rows.append(len(plan.items))
         self.tokens_iter.append(step.n_tokens)
-        self.end_times.append(self.now)
         if not checked:
             return
         if self.progress is not None and step.terminal:
@@ -810,7 +818,6 @@ class Engine:
             stats=self.stats,
             rows_per_iteration=self.rows,
             tokens_per_iteration=self.tokens_iter,
-            iteration_end_times=self.end_times,
             tbt_counts=self.tbt,
             findings=self.findings,
             iterations=self.iteration,

@@ -208,7 +208,6 @@ def _apply(engine: Engine, k: int, times: list[float], free: int | None) -> None
         prev = t
     engine.rows.extend([b] * k)
     engine.tokens_iter.extend([b] * k)
-    engine.end_times.extend(times)
     end = times[-1]
     last = engine.iteration + k
     bs = engine.budgets.kv_block_size
