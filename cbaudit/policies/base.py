@@ -113,12 +113,14 @@ class PlanBuilder:
     rejected: list[LiveRequest] = field(default_factory=list)
     _chosen: dict[int, PlanItem] = field(default_factory=dict)
     _blocks_used: int = 0
+    _bs: int | None = field(init=False)
 
     def __post_init__(self) -> None:
         b = self.view.budgets
         self.tokens_left = b.token_budget
         self.seqs_left = b.sequence_budget
         self.free_blocks = self.view.free_blocks
+        self._bs = b.kv_block_size
 
     @property
     def block_size(self) -> int | None:
@@ -128,8 +130,13 @@ class PlanBuilder:
         return req.idx in self._chosen
 
     def kv_needed(self, req: LiveRequest, n: int) -> int:
-        bs = self.view.budgets.kv_block_size
-        return 0 if bs is None else blocks_needed(req.c, n, bs)
+        bs = self._bs
+        if bs is None:
+            return 0
+        c = req.c
+        if n < 0 or c < 0:
+            return blocks_needed(c, n, bs)  # (raises: the budget rule's domain)
+        return (-c) // bs - (-(c + n)) // bs  # ceil((c + n) / bs) - ceil(c / bs)
 
     def refusal(self, req: LiveRequest, n: int) -> Reason | None:
         """Which budget refuses `n` more rows for `req` now (None when all allow it)."""
@@ -146,15 +153,33 @@ class PlanBuilder:
         return None
 
     def take(self, req: LiveRequest, n: int, *, admit: bool = False) -> Reason | None:
-        """Select [c, c+n) for `req` if every budget allows; else return the refusing reason."""
-        reason = self.refusal(req, n)
-        if reason is not None:
-            return reason
-        self.select(req, n, admit=admit)
+        """Select [c, c+n) for `req` if every budget allows; else return the refusing reason
+        (`refusal`'s answer; the blocks it needs are computed once for both)."""
+        if n <= 0 or self.tokens_left < n:
+            return (
+                Reason.DEFERRED_TOKEN_BUDGET
+                if self.seqs_left > 0
+                else Reason.DEFERRED_SEQUENCE_BUDGET
+            )
+        if self.seqs_left <= 0:
+            return Reason.DEFERRED_SEQUENCE_BUDGET
+        free = self.free_blocks
+        need = 0
+        if free is not None:
+            need = self.kv_needed(req, n)
+            if need > free:
+                return Reason.DEFERRED_KV_BUDGET
+        self._add(req, n, admit, need)
         return None
 
     def select(self, req: LiveRequest, n: int, *, admit: bool = False) -> PlanItem:
         """Select [c, c+n) unconditionally (the validator still checks every budget)."""
+        return self._add(
+            req, n, admit, self.kv_needed(req, n) if self.free_blocks is not None else 0
+        )
+
+    def _add(self, req: LiveRequest, n: int, admit: bool, need: int) -> PlanItem:
+        """Append [c, c+n) with the `need` blocks it takes (`kv_needed`)."""
         start = req.c
         end = start + n
         phase = req.phase_of(end)
@@ -164,7 +189,6 @@ class PlanBuilder:
         self.tokens_left -= n
         self.seqs_left -= 1
         if self.free_blocks is not None:
-            need = self.kv_needed(req, n)
             self.free_blocks -= need
             self._blocks_used += need
         if admit:
