@@ -323,7 +323,7 @@ def _build_replay(doc: Document) -> list[SampleSet]:
         raw_units = metrics.get("units")
         units: Mapping[str, Any] = raw_units if isinstance(raw_units, Mapping) else {}
         if "samples_file" in metrics:  # streamed beside the report (replay --samples-out)
-            from cbaudit.results.replay_samples import read_samples
+            from cbaudit.io.replay_samples import read_samples
 
             ref_ptr = pointer_join("/results", i, "metrics", "samples_file")
             read, unit_of = read_samples(doc.path, metrics["samples_file"], ref_ptr)

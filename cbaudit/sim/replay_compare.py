@@ -197,12 +197,12 @@ def request_samples(run: ReplayRun) -> tuple[dict[str, list[float | int]], str]:
 
 
 def write_samples(run: ReplayRun, path: Path, shown: str) -> dict[str, Any]:
-    """Stream the run's samples to `path` (atomically; format: cbaudit.results.replay_samples)
+    """Stream the run's samples to `path` (atomically; format: cbaudit.io.replay_samples)
     and return the report's `samples_file` entry (`shown`: the path as the report names it)."""
     import hashlib
 
     from cbaudit.io.atomic import atomic_stream
-    from cbaudit.results.replay_samples import FORMAT, VERSION
+    from cbaudit.io.replay_samples import FORMAT, VERSION
     from cbaudit.sim.metrics import request_record
 
     to_ms = ms_converter(run)

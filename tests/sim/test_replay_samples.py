@@ -443,7 +443,7 @@ def test_samples_out_gives_the_inline_samples(cli: Callable[..., Any], tmp_path:
     streamed = _plain(cli, tmp_path / "s.json", "--samples-out", str(tmp_path / "s.jsonl"))
     ref = streamed["results"][0]["metrics"]["samples_file"]
     assert ref["path"] == "s.jsonl" and len(ref["sha256"]) == 64
-    from cbaudit.results.replay_samples import read_samples
+    from cbaudit.io.replay_samples import read_samples
 
     read, unit = read_samples(str(tmp_path / "s.json"), ref, "")
     want = inline["results"][0]["metrics"]["samples"]
@@ -492,7 +492,7 @@ def test_a_changed_or_missing_samples_file_is_refused(
 def test_a_malformed_samples_file_is_refused(tmp_path: Path) -> None:
     import hashlib
 
-    from cbaudit.results.replay_samples import read_samples
+    from cbaudit.io.replay_samples import read_samples
 
     body = b'{"format":"cbaudit-replay-samples","version":1,"unit":"ms"}\n{"ttft":1}\n'
     (tmp_path / "x.jsonl").write_bytes(body)  # no tbt line: truncated
