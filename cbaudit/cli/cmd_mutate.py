@@ -44,11 +44,12 @@ class MutateFormat(StrEnum):
 
 def _negative_outcomes(bundle: Bundle, ids: set[str]) -> dict[str, list[CheckResult]]:
     """Run the bundle's negative checks exactly as the gate does."""
-    from cbaudit.gate.manifest import load_bundle
+    from cbaudit.checks.bundle import load_bundle
     from cbaudit.gate.runner import run_check
+    from cbaudit.kinds import KINDS
 
-    specs = [s for s in load_bundle(bundle.root).checks if s.check_id in ids]
-    return {s.check_id: run_check(s) for s in specs}
+    specs = [s for s in load_bundle(bundle.root, KINDS).checks if s.check_id in ids]
+    return {s.check_id: run_check(s, KINDS).results for s in specs}
 
 
 def _fixtures(path: Path, target: str | None) -> tuple[list[FixtureInput], Bundle | None]:

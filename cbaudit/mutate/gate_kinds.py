@@ -36,7 +36,7 @@ from cbaudit.mutate.registry import OPERATORS
 from cbaudit.mutate.reporting import campaign_result
 
 if TYPE_CHECKING:  # the gate imports this module; a runtime import would point upwards
-    from cbaudit.gate.context import GateContext
+    from cbaudit.checks.context import GateContext
 
 
 def _bad(ctx: GateContext, field: str, message: str) -> InputError:

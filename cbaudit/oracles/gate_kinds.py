@@ -28,7 +28,7 @@ from cbaudit.oracles.fixtures import load_fixture
 from cbaudit.oracles.registry import get_oracle, run_fixture
 
 if TYPE_CHECKING:  # the gate imports this module; a runtime import would point upwards
-    from cbaudit.gate.context import GateContext
+    from cbaudit.checks.context import GateContext
 
 # (fixture path, display name, read root: nothing the fixture names may lie outside it)
 #   -> (evaluate it, codes the fixture file declares)

@@ -28,7 +28,7 @@ from cbaudit.sim.fairness import ServiceSeries, backlogged_gap, starved, weighte
 from cbaudit.sim.workload import Workload, load_workload
 
 if TYPE_CHECKING:
-    from cbaudit.gate.context import GateContext
+    from cbaudit.checks.context import GateContext
 
 CHECK_NAME = "fairness-replay"
 NO_CLIENT = "(none)"

@@ -36,7 +36,7 @@ from cbaudit.sim.engine import Validation
 from cbaudit.sim.workload import Workload, load_workload
 
 if TYPE_CHECKING:
-    from cbaudit.gate.context import GateContext
+    from cbaudit.checks.context import GateContext
 
 CHECK_NAME = "incident-replay"
 DISTINGUISHING_COUNTERS = ("num_preemptions", "recomputed_token_ratio")

@@ -1,17 +1,31 @@
-"""The gate kinds plan_case, negative_case and trace, called with a GateContext."""
+"""The check kinds plan_case, negative_case and trace, parsed and run with a GateContext."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _contract_paths import LOOP2
 
-from cbaudit.contract.gate_kinds import run_negative_case, run_plan_case, run_trace
-from cbaudit.gate.context import GateContext
-from cbaudit.model import CheckStatus, InputError
+from cbaudit.checks.context import GateContext
+from cbaudit.checks.parse import run_entry
+from cbaudit.model import CheckResult, CheckStatus, InputError
+from cbaudit.oracles.contract_cases import NEGATIVE_CASE, PLAN_CASE, TRACE
+
+
+def run_plan_case(spec: dict[str, Any], ctx: GateContext) -> list[CheckResult]:
+    return run_entry(PLAN_CASE, spec, ctx)
+
+
+def run_negative_case(spec: dict[str, Any], ctx: GateContext) -> list[CheckResult]:
+    return run_entry(NEGATIVE_CASE, spec, ctx)
+
+
+def run_trace(spec: dict[str, Any], ctx: GateContext) -> list[CheckResult]:
+    return run_entry(TRACE, spec, ctx)
 
 
 @pytest.fixture

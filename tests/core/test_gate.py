@@ -7,17 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
+from _gate_test_kinds import ALL
 
-from cbaudit.gate import kinds
 from cbaudit.gate.runner import run_gate
 from cbaudit.model import CheckStatus, ExitCode
 
 
 @pytest.fixture(autouse=True)
 def _test_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(kinds.KINDS, "echo", "_gate_test_kinds:run_echo")
-    monkeypatch.setitem(kinds.KINDS, "crash", "_gate_test_kinds:run_crash")
-    monkeypatch.setitem(kinds.KINDS, "spin", "_gate_test_kinds:run_spin")
+    monkeypatch.setattr("cbaudit.kinds.KINDS", ALL)
 
 
 def _bundle(root: Path, checks: str, include: dict[str, str] | None = None) -> Path:
@@ -116,7 +114,7 @@ def test_path_escape_refused(tmp_path: Path) -> None:
 
 def test_requirement_missing_is_not_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A check needing CUDA on a machine without it is NOT_RUN, never passed."""
-    monkeypatch.setattr("cbaudit.gate.runner._cuda_available", lambda: False)
+    monkeypatch.setattr("cbaudit.checks.execute.cuda_available", lambda: False)
     _bundle(tmp_path / "b", "  - {id: g, kind: echo, requires: [cuda]}\n")
     report = run_gate([tmp_path], jobs=1)
     assert report.results[0].outcome is CheckStatus.NOT_RUN
@@ -169,10 +167,32 @@ def test_negative_check_requires_the_declared_code(tmp_path: Path) -> None:
 
 
 def test_negative_check_spec_errors(tmp_path: Path) -> None:
-    """A negative check without an inner check or code is unusable (GATE.NEGATIVE.SPEC)."""
+    """A negative check without an inner check is refused when the bundle loads (exit 2)."""
     _bundle(tmp_path / "b", "  - {id: neg, kind: negative_check, expect_code: A.B}\n")
     report = run_gate([tmp_path], jobs=1)
-    assert _codes(report) == {"GATE.NEGATIVE.SPEC"}
+    assert [(f.code, f.location.pointer) for f in report.findings] == [
+        ("GATE.SPEC.MISSING_FIELD", "/checks/0/check")
+    ]
+    assert report.exit_code is ExitCode.UNUSABLE
+
+
+def test_negative_check_inner_check_is_parsed_like_any_other(tmp_path: Path) -> None:
+    """The inner check's unknown key is GATE.SPEC.UNKNOWN_FIELD; a negative of a negative is
+    GATE.NEGATIVE.SPEC; neither runs."""
+    checks = (
+        "  - {id: typo, kind: negative_check, expect_code: A.B,"
+        " check: {kind: echo, fail_cod: A.B}}\n"
+        "  - {id: nested, kind: negative_check, expect_code: A.B,"
+        " check: {kind: negative_check, expect_code: A.B, check: {kind: echo}}}\n"
+    )
+    _bundle(tmp_path / "b", checks)
+    report = run_gate([tmp_path], jobs=1)
+    found = [(r.subject, f.code, f.location.pointer) for r in report.results for f in r.findings]
+    assert found == [
+        ("demo:typo", "GATE.SPEC.UNKNOWN_FIELD", "/checks/0/check/fail_cod"),
+        ("demo:nested", "GATE.NEGATIVE.SPEC", "/checks/1/check/kind"),
+    ]
+    assert "did you mean 'fail_code'" in report.findings[0].message
     assert report.exit_code is ExitCode.UNUSABLE
 
 

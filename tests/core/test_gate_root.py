@@ -9,16 +9,16 @@ import json
 from pathlib import Path
 
 import pytest
+from _gate_test_kinds import ALL
 
 from cbaudit.contract.cases import load_case
-from cbaudit.gate import kinds
 from cbaudit.gate.runner import run_gate
 from cbaudit.model import ExitCode, InputError
 
 
 @pytest.fixture(autouse=True)
 def _test_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(kinds.KINDS, "read", "_gate_test_kinds:run_read")
+    monkeypatch.setattr("cbaudit.kinds.KINDS", ALL)
 
 
 def _repo(tmp_path: Path, *, git: bool = True, root: str | None = None, file: object) -> Path:

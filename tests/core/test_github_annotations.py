@@ -6,16 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _gate_test_kinds import ALL
 
-from cbaudit.gate import kinds
 from cbaudit.gate.locations import repository_paths
 
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """repo/evidence/b with a check failing in data/x.json and one failing in its manifest."""
-    monkeypatch.setitem(kinds.KINDS, "fail_at", "_gate_test_kinds:run_fail_at")
-    monkeypatch.setitem(kinds.KINDS, "echo", "_gate_test_kinds:run_echo")
+    monkeypatch.setattr("cbaudit.kinds.KINDS", ALL)
     bundle = tmp_path / "repo" / "evidence" / "b"
     (bundle / "data").mkdir(parents=True)
     (bundle / "data" / "x.json").write_text("{}\n")

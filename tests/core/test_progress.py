@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from _gate_test_kinds import ALL
 from repo_paths import EVIDENCE, M52
 
-from cbaudit.gate import kinds
 from cbaudit.gate.runner import run_gate
 from cbaudit.io import load_document
 from cbaudit.mutate.campaign import FixtureInput, run_campaign
@@ -42,7 +42,7 @@ def test_gate_reports_every_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
 ) -> None:
     """run_gate calls progress as checks finish, serially and in processes, up to the total."""
-    monkeypatch.setitem(kinds.KINDS, "echo", "_gate_test_kinds:run_echo")
+    monkeypatch.setattr("cbaudit.kinds.KINDS", ALL)
     checks = "".join(f"  - {{id: c{i}, kind: echo}}\n" for i in range(12))
     (tmp_path / "bundle.yaml").write_text(
         f"schema_version: 1\nbundle: demo\ntitle: Demo\nchecks:\n{checks}"

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_paths import M52, loop_checks
+from repo_paths import M52, loop_checks, run_declared
 
-from cbaudit.gate.context import GateContext
-from cbaudit.gate.manifest import CheckSpec
-from cbaudit.gate.runner import run_check
+from cbaudit.checks.bundle import DeclaredCheck
+from cbaudit.checks.context import GateContext
 from cbaudit.model import CheckStatus, InputError
 from cbaudit.oracles import chunked_prefill, runtime_policy, selective_batching
 from cbaudit.oracles.fixtures import load_fixture
@@ -26,9 +25,9 @@ SPECS = loop_checks("loop4", "loop6")
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.check_id for s in SPECS])
-def test_every_declared_check_passes(spec: CheckSpec) -> None:
+def test_every_declared_check_passes(spec: DeclaredCheck) -> None:
     """Each Loop 4/6 check passes: positives match their report, negatives their codes."""
-    results = run_check(spec)
+    results = run_declared(spec)
     assert [r.outcome for r in results] == [CheckStatus.PASSED], [
         f.render() for r in results for f in r.findings
     ]
@@ -36,7 +35,7 @@ def test_every_declared_check_passes(spec: CheckSpec) -> None:
 
 def test_bundle_has_negatives_for_every_code_family() -> None:
     """The declared negatives exercise every PACK/SELECTIVE/CHUNK code family named in the issue."""
-    codes = {c for s in SPECS for c in s.spec.get("expect_code", [])}
+    codes = {c for s in SPECS for c in s.entry.get("expect_code", [])}
     for needed in (
         "PACK.OFFSETS.WIDTH",
         "PACK.POSITION.MISMATCH",
@@ -217,5 +216,5 @@ def test_declared_codes_are_catalogued() -> None:
     known = set(PACK_CODES) | set(selective_batching.CODES) | set(chunked_prefill.CODES)
     known |= set(PLAN_CODES)
     for spec in SPECS:
-        for code in spec.spec.get("expect_code", []):
+        for code in spec.entry.get("expect_code", []):
             assert code in known or code.startswith("SCHEMA."), (spec.check_id, code)

@@ -9,21 +9,25 @@ from typing import Any
 import pytest
 import yaml
 
-from cbaudit.gate.context import GateContext
+from cbaudit.checks.context import GateContext
+from cbaudit.checks.parse import run_entry
 from cbaudit.io.loader import load_document
 from cbaudit.model import CheckResult
-from cbaudit.results import gate_kinds
+from cbaudit.oracles import comparability
 from cbaudit.results.negative import CATEGORIES, apply_patch
 from tests.conftest import EVIDENCE
 
 BUNDLE = EVIDENCE / "m5-2-continuous-batching"
 LOOP11 = BUNDLE / "loop11"
 KINDS = {
-    "compare_results": gate_kinds.run_compare,
-    "result_registry_audit": gate_kinds.run_registry_audit,
-    "one_control_sensitivity": gate_kinds.run_sensitivity,
-    "failure_closure": gate_kinds.run_failure_closure,
-    "loop11_negative": gate_kinds.run_negative,
+    k.name: k
+    for k in (
+        comparability.COMPARE_RESULTS,
+        comparability.RESULT_REGISTRY_AUDIT,
+        comparability.ONE_CONTROL_SENSITIVITY,
+        comparability.FAILURE_CLOSURE,
+        comparability.LOOP11_NEGATIVE,
+    )
 }
 # Bindings of loops that have not landed may be missing or pending; nothing else may fail.
 PENDING_CODES = {"RESULTS.CLOSURE.ARTIFACT_MISSING", "RESULTS.CLOSURE.PENDING"}
@@ -41,7 +45,7 @@ def _run(bundle: Path, check_id: str, update: bool = False) -> list[CheckResult]
                 bundle_root=bundle,
                 update=update,
             )
-            return KINDS[spec["kind"]](spec, ctx)
+            return run_entry(KINDS[spec["kind"]], spec, ctx)
     raise AssertionError(check_id)
 
 
@@ -77,8 +81,12 @@ def test_spec_without_expected_is_unusable() -> None:
 
     ctx = GateContext(LOOP11, "checks.yaml", "/checks/0", BUNDLE)
     with pytest.raises(InputError) as err:
-        gate_kinds.run_sensitivity({"id": "x", "fixture": "paper_sensitivity_fixture.yaml"}, ctx)
-    assert err.value.findings[0].code == "GATE.SPEC.FIELD"
+        run_entry(
+            comparability.ONE_CONTROL_SENSITIVITY,
+            {"id": "x", "fixture": "paper_sensitivity_fixture.yaml"},
+            ctx,
+        )
+    assert err.value.findings[0].code == "GATE.SPEC.MISSING_FIELD"
 
 
 def _cases() -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from repo_paths import M52
 
-from cbaudit.gate.context import GateContext
+from cbaudit.checks.context import GateContext
 from cbaudit.model import InputError
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.fairness_replay import replay_fairness, run_fairness_replay

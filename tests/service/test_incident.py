@@ -5,14 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from repo_paths import M52
+from repo_paths import M52, declare, run_declared
 
-from cbaudit.gate.context import GateContext
-from cbaudit.gate.manifest import CheckSpec
-from cbaudit.gate.runner import run_check
+from cbaudit.checks.context import GateContext
 from cbaudit.io import load_document
 from cbaudit.model import CheckStatus, InputError
-from cbaudit.model.findings import pointer_join
 from cbaudit.sim.fairness_replay import FairnessObserver
 from cbaudit.sim.preemption_incident import IncidentObserver, incident_report, run_incident_replay
 from cbaudit.sim.workload import load_workload
@@ -48,10 +45,8 @@ def test_declared_check_passes() -> None:
     """The bundle's incident check passes against its expected report."""
     doc = load_document(LOOP / "checks.yaml")
     item = doc.data["checks"][0]
-    spec = CheckSpec(
-        "m5-2", item["id"], item["kind"], item, LOOP, doc.path, pointer_join("/checks", 0), BUNDLE
-    )
-    assert [r.outcome for r in run_check(spec)] == [CheckStatus.PASSED]
+    spec = declare(item, LOOP, BUNDLE, doc.path)
+    assert [r.outcome for r in run_declared(spec)] == [CheckStatus.PASSED]
 
 
 def test_no_budget_thrashes(result: Any) -> None:

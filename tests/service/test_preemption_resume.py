@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from repo_paths import M52, loop_checks
+from repo_paths import M52, declare, loop_checks, run_declared
 
+from cbaudit.checks.bundle import DeclaredCheck
+from cbaudit.checks.context import GateContext
 from cbaudit.contract.preemption import (
     CODES,
     Binding,
@@ -26,9 +28,6 @@ from cbaudit.contract.preemption import (
     derive_resume,
     execute_rebuild,
 )
-from cbaudit.gate.context import GateContext
-from cbaudit.gate.manifest import CheckSpec
-from cbaudit.gate.runner import run_check
 from cbaudit.io.schemas import validate
 from cbaudit.model import CheckStatus
 from cbaudit.oracles.gate_kinds import run_preemption_resume
@@ -51,9 +50,9 @@ def report() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.check_id for s in SPECS])
-def test_every_declared_check_passes(spec: CheckSpec) -> None:
+def test_every_declared_check_passes(spec: DeclaredCheck) -> None:
     """Each Loop 9 check passes: the positive matches its report, each negative its codes."""
-    results = run_check(spec)
+    results = run_declared(spec)
     assert [r.outcome for r in results] == [CheckStatus.PASSED], [
         f.render() for r in results for f in r.findings
     ]
@@ -61,16 +60,16 @@ def test_every_declared_check_passes(spec: CheckSpec) -> None:
 
 def test_at_least_twenty_negatives_with_codes() -> None:
     """Loop 9 declares >= 20 negative fixtures, every one naming known codes."""
-    negatives = [s for s in SPECS if "expect_code" in s.spec]
+    negatives = [s for s in SPECS if "expect_code" in s.entry]
     assert len(negatives) >= 20
     for s in negatives:
-        for code in s.spec["expect_code"]:
+        for code in s.entry["expect_code"]:
             assert code in CODES or code.startswith("SCHEMA."), code
 
 
 def test_negatives_cover_every_code_family() -> None:
     """The negative fixtures exercise the article's rejection families."""
-    codes = {c for s in SPECS for c in s.spec.get("expect_code", [])}
+    codes = {c for s in SPECS for c in s.entry.get("expect_code", [])}
     for needed in (
         "PREEMPT.RECEIPT.WRONG_OWNER",  # wrong owners
         "SCHEMA.REQUIRED",  # missing binding fields
@@ -287,9 +286,7 @@ def test_gate_turns_bad_fixture_into_exit_2(tmp_path: Path) -> None:
     (tmp_path / "loop").mkdir()
     (tmp_path / "loop/bad.yaml").write_text("cases: [unclosed\n")
     spec = {"id": "t", "kind": "preemption_resume", "fixture": "bad.yaml"}
-    cs = CheckSpec(
-        "b", "t", "preemption_resume", spec, tmp_path / "loop", "loop/c.yaml", "/checks/0", tmp_path
-    )
-    [result] = run_check(cs)
+    cs = declare(spec, tmp_path / "loop", tmp_path, "loop/c.yaml")
+    [result] = run_declared(cs)
     assert result.outcome is CheckStatus.ERROR
     assert result.findings and result.findings[0].location.file is not None

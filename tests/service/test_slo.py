@@ -232,7 +232,7 @@ def test_loop7_checks_pass_through_the_gate(cli: Any, tmp_path: Path) -> None:
 )
 def test_replay_gate_kind_refuses_bad_slo_options(options: dict[str, Any], pointer: str) -> None:
     """The `replay` kind's goodput and window options are validated with located findings."""
-    from cbaudit.gate.context import GateContext
+    from cbaudit.checks.context import GateContext
     from cbaudit.sim.gate_kinds import run_replay
 
     ctx = GateContext(
@@ -247,7 +247,7 @@ def test_replay_gate_kind_refuses_bad_slo_options(options: dict[str, Any], point
 
 def test_replay_gate_kind_reports_goodput_limits() -> None:
     """A `replay` check with goodput limits reports the ledger under those limits."""
-    from cbaudit.gate.context import GateContext
+    from cbaudit.checks.context import GateContext
     from cbaudit.sim.gate_kinds import run_replay
 
     ctx = GateContext(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cbaudit.gate.context import GateContext
+from cbaudit.checks.context import GateContext
 from cbaudit.model import InputError
 from cbaudit.sim import gate_kinds as gk
 from tests.sim.helpers import BUNDLE

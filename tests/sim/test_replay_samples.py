@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cbaudit.gate.context import GateContext
+from cbaudit.checks.context import GateContext
 from cbaudit.model import InputError
 from cbaudit.sim import gate_kinds as gk
 from cbaudit.sim import replay_compare as rc
@@ -352,14 +352,12 @@ def _ctx(base: Path, bundle: Path, i: int, update: bool = False) -> GateContext:
 
 def test_shipped_compare_checks_pass() -> None:
     """Every check of compare/checks.yaml passes against the reports and expected files on disk."""
-    from cbaudit.gate.kinds import resolve_kind
+    from repo_paths import loop_checks, run_declared
 
-    for i, spec in enumerate(_checks()):
-        func = resolve_kind(spec["kind"])
-        assert func is not None, spec["kind"]
-        for res in func(spec, _ctx(COMPARE, BUNDLE, i)):
-            assert res.outcome.value == "passed", (spec["id"], res.findings)
-            assert res.evidence_class.value == spec["evidence_class"]
+    for check in loop_checks("compare"):
+        for res in run_declared(check):
+            assert res.outcome.value == "passed", (check.check_id, res.findings)
+            assert res.evidence_class.value == check.entry["evidence_class"]
 
 
 def test_stale_replay_report_is_drift(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
-"""Gate kind `bench_results`: a results file as evidence.
+"""Measured evidence (`cbaudit bench`) as check kind `bench_results`: a results file.
 
-Spec fields (besides `id`, `kind`, `title`, `claim`, `evidence_class`):
+Spec fields (schemas/check-bench-results.schema.json; besides the common ones):
 
 * `results` (required): path of a results file, relative to the declaring file;
 * `require_measured_gpu` (bool, default false): the claim needs GPU measurements; a file
@@ -17,67 +17,41 @@ result's evidence class is the file's (`measured_cpu` or `measured_gpu`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from cbaudit.bench.checks import point_result, summary_of
 from cbaudit.bench.results import BenchResults, load_results
-from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, Finding, InputError
-
-if TYPE_CHECKING:  # the gate calls down into bench; bench never imports the gate at run time
-    from cbaudit.gate.context import GateContext
-
-_FIELDS = {
-    "id",
-    "kind",
-    "title",
-    "claim",
-    "loop",
-    "evidence_class",
-    "requires",
-    "consumes",
-    "results",
-    "require_measured_gpu",
-    "min_ok_points",
-    "max_mixed_mape",
-}
+from cbaudit.checks.context import GateContext
+from cbaudit.checks.interface import CheckKind
+from cbaudit.checks.spec import CheckSpec
+from cbaudit.model import CheckResult, CheckStatus, Finding
 
 
-def _field_error(ctx: GateContext, name: str, message: str) -> InputError:
-    return InputError.at("BENCH.GATE.SPEC", message, ctx.manifest, pointer=f"{ctx.pointer}/{name}")
+@dataclass(frozen=True, kw_only=True)
+class BenchResultsSpec(CheckSpec):
+    """Fields of `bench_results`."""
+
+    results: str
+    require_measured_gpu: bool = False
+    min_ok_points: int = 1
+    max_mixed_mape: float | None = None
 
 
-def run_bench_attached(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+def run_bench_attached(spec: BenchResultsSpec, ctx: GateContext) -> list[CheckResult]:
     """Validate a results file and report what it is worth (see the module docstring)."""
-    unknown = sorted(set(spec) - _FIELDS)
-    if unknown:
-        raise _field_error(ctx, unknown[0], f"unknown field {unknown[0]!r} for kind bench_results")
-    rel = spec.get("results")
-    if not isinstance(rel, str):
-        raise _field_error(ctx, "results", "`results` must be a path to a results file")
-    need_gpu = spec.get("require_measured_gpu", False)
-    if not isinstance(need_gpu, bool):
-        raise _field_error(ctx, "require_measured_gpu", "must be true or false")
-    min_ok = spec.get("min_ok_points", 1)
-    if isinstance(min_ok, bool) or not isinstance(min_ok, int) or min_ok < 0:
-        raise _field_error(ctx, "min_ok_points", "must be a non-negative integer")
-    max_mape = spec.get("max_mixed_mape")
-    if max_mape is not None and (
-        isinstance(max_mape, bool) or not isinstance(max_mape, int | float) or max_mape <= 0
-    ):
-        raise _field_error(ctx, "max_mixed_mape", "must be a positive number (a fraction)")
+    rel, max_mape, min_ok = spec.results, spec.max_mixed_mape, spec.min_ok_points
     path = ctx.resolve(rel, field="results")
     results = load_results(path, display=rel)
-    subject = str(spec.get("id", rel))
+    subject = spec.id
     summary = summary_of(results)
-    if (need_gpu or max_mape is not None) and not results.measured_on_gpu:
-        declared = spec.get("evidence_class")
+    if (spec.require_measured_gpu or max_mape is not None) and not results.measured_on_gpu:
         return [
             CheckResult(
                 check="bench_results",
                 subject=subject,
                 metrics=summary,
-                evidence_class=EvidenceClass(declared) if declared else results.evidence_class,
+                evidence_class=spec.evidence_class or results.evidence_class,
                 status=CheckStatus.NOT_RUN,
                 reason=f"needs GPU measurements; {rel} is {results.label}",
                 artifacts={"results": rel, "results_sha256": results.sha256},
@@ -154,3 +128,11 @@ def step_time_chart(results: BenchResults, subject: str) -> dict[str, Any]:
         chart["line"] = line
         chart["line_label"] = "roofline prediction"
     return chart
+
+
+BENCH_RESULTS: CheckKind[BenchResultsSpec] = CheckKind(
+    name="bench_results",
+    spec_type=BenchResultsSpec,
+    run=run_bench_attached,
+    summary="a results file of the mixed-step runner as measured evidence",
+)

@@ -1,6 +1,7 @@
-"""Gate kinds of the Loop 2 contract: `plan_case`, `negative_case` and `trace`.
+"""Loop 2 (article 0x01A): the plan/result contract as check kinds `plan_case`,
+`negative_case` and `trace`.
 
-Spec fields (paths relative to the declaring file):
+Spec fields (paths relative to the declaring file; schemas/check-<kind>.schema.json):
 
 - `plan_case`: `case` (a plain or patch case file), optional `expected` (a JSON file holding
   the case's metrics and finding codes; drift is `GATE.EXPECTED.DRIFT`). Passes when the case
@@ -15,71 +16,76 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cbaudit.checks.context import GateContext
+from cbaudit.checks.interface import CheckKind, FixtureFile, Mutation, Target, Verdict
+from cbaudit.checks.spec import CheckSpec
+from cbaudit.checks.targets import error_codes, schema_codes
 from cbaudit.contract.cases import load_case
 from cbaudit.contract.codes import CODES
+from cbaudit.contract.issues import RecordKind
+from cbaudit.contract.leaks import scan_leaks, strip_leaks
 from cbaudit.contract.validator import check_case_data, validate_case_file, validate_trace
+from cbaudit.io.schemas import is_valid
 from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, Finding, InputError, Location
-
-if TYPE_CHECKING:
-    from cbaudit.gate.context import GateContext
 
 _CODE_RE = re.compile(r"^[A-Z][A-Z0-9_]*(\.[A-Z0-9_]+)+$")
 _EXTERNAL_PREFIXES = ("SCHEMA.", "LOAD.")
 
 
-def _check_id(spec: Mapping[str, Any], ctx: GateContext) -> str:
-    cid = spec.get("id")
-    if not isinstance(cid, str) or not cid:
-        raise InputError.at(
-            "GATE.CHECK.ID", "a check needs a string id", ctx.manifest, pointer=ctx.pointer + "/id"
-        )
-    return cid
+@dataclass(frozen=True, kw_only=True)
+class PlanCaseSpec(CheckSpec):
+    """Fields of `plan_case`."""
+
+    case: str
+    expected: str | None = None
 
 
-def _path(spec: Mapping[str, Any], ctx: GateContext, field: str) -> tuple[Path, str]:
-    rel = spec.get(field)
-    if not isinstance(rel, str) or not rel:
-        raise InputError.at(
-            "GATE.CHECK.FIELD",
-            f"field {field!r} must be a relative path",
-            ctx.manifest,
-            pointer=f"{ctx.pointer}/{field}",
-        )
-    path = ctx.resolve(rel, field=field)
-    return path, ctx.display(path)
+@dataclass(frozen=True, kw_only=True)
+class NegativeCaseSpec(CheckSpec):
+    """Fields of `negative_case`."""
+
+    case: str
+    expect_code: str | None = None
 
 
-def run_plan_case(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+@dataclass(frozen=True, kw_only=True)
+class TraceSpec(CheckSpec):
+    """Fields of `trace`."""
+
+    trace: str
+
+
+def run_plan_case(spec: PlanCaseSpec, ctx: GateContext) -> list[CheckResult]:
     """A case that must satisfy the whole contract."""
-    cid = _check_id(spec, ctx)
-    path, display = _path(spec, ctx, "case")
+    path = ctx.resolve(spec.case, field="case")
+    display = ctx.display(path)
     result, _ = validate_case_file(path, display=display, root=ctx.read_root)
     findings = list(result.findings)
-    expected = spec.get("expected")
-    if expected is not None and result.outcome is not CheckStatus.ERROR:
+    if spec.expected is not None and result.outcome is not CheckStatus.ERROR:
         actual = {
             "metrics": dict(result.metrics),
             "codes": sorted({f.code for f in result.findings}),
         }
-        findings += ctx.expect_json(str(expected), actual, cid)
+        findings += ctx.expect_json(spec.expected, actual, spec.id)
     return [
         CheckResult(
-            check=cid,
+            check=spec.id,
             subject=display,
             findings=tuple(findings),
             metrics=result.metrics,
             evidence_class=EvidenceClass.DERIVED,
             status=result.status,
-            reason=spec.get("claim") if isinstance(spec.get("claim"), str) else None,
+            reason=spec.claim,
         )
     ]
 
 
-def _expect_code(spec: Mapping[str, Any], ctx: GateContext, declared: str | None) -> str:
-    given = spec.get("expect_code")
+def _expect_code(spec: NegativeCaseSpec, ctx: GateContext, declared: str | None) -> str:
+    given = spec.expect_code
     pointer = f"{ctx.pointer}/expect_code"
     if given is not None and declared is not None and given != declared:
         raise InputError.at(
@@ -106,10 +112,11 @@ def _expect_code(spec: Mapping[str, Any], ctx: GateContext, declared: str | None
     return code
 
 
-def run_negative_case(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+def run_negative_case(spec: NegativeCaseSpec, ctx: GateContext) -> list[CheckResult]:
     """A case that must be rejected with one named finding code."""
-    cid = _check_id(spec, ctx)
-    path, display = _path(spec, ctx, "case")
+    cid = spec.id
+    path = ctx.resolve(spec.case, field="case")
+    display = ctx.display(path)
     case = load_case(path, display=display, root=ctx.read_root)
     code = _expect_code(spec, ctx, case.expect_code)
     if case.error is not None:
@@ -155,14 +162,14 @@ def run_negative_case(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckRe
     ]
 
 
-def run_trace(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
+def run_trace(spec: TraceSpec, ctx: GateContext) -> list[CheckResult]:
     """A JSONL trace whose every record must satisfy the contract."""
-    cid = _check_id(spec, ctx)
-    path, display = _path(spec, ctx, "trace")
+    path = ctx.resolve(spec.trace, field="trace")
+    display = ctx.display(path)
     result = validate_trace(path, display=display)
     return [
         CheckResult(
-            check=cid,
+            check=spec.id,
             subject=display,
             findings=result.findings,
             metrics=result.metrics,
@@ -170,3 +177,70 @@ def run_trace(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
             status=result.status,
         )
     ]
+
+
+# --- mutation: valid cases are fixtures a campaign mutates, judged by the contract validator
+
+_ONLINE: tuple[RecordKind, ...] = ("state", "plan", "result")
+
+
+def _plan_case_matches(data: Mapping[str, Any]) -> bool:
+    return data.get("kind") == "plan_case" or (
+        "workload" in data and "state" in data and "plan" in data and "patch" not in data
+    )
+
+
+def _plan_case_evaluate(data: Mapping[str, Any], directory: Path | None = None) -> Verdict:
+    """`check_case_data`, with the detailed (slow) schema report replaced by its codes."""
+    if is_valid(data, "plan-case"):
+        findings, unusable, _ = check_case_data(data)
+        return Verdict(error_codes(findings), unusable)
+    leaks = []
+    for record in _ONLINE:
+        part = data.get(record)
+        if part is not None:
+            leaks += scan_leaks(part, record)
+    stripped = data
+    if leaks:
+        stripped = {k: (strip_leaks(v) if k in _ONLINE else v) for k, v in data.items()}
+        if is_valid(stripped, "plan-case"):
+            findings, unusable, _ = check_case_data(data)
+            return Verdict(error_codes(findings), unusable)
+    codes = frozenset(i.code for i in leaks) | schema_codes(stripped, "plan-case")
+    return Verdict(codes, unusable=True)
+
+
+PLAN_CASE_TARGET = Target(
+    "plan-case",
+    "2",
+    "Loop 2 workload/state/plan/result case (the plan/result contract validator)",
+    _plan_case_matches,
+    _plan_case_evaluate,
+)
+
+
+def _case_fixture(spec: PlanCaseSpec, ctx: GateContext) -> list[FixtureFile]:
+    """A valid case is a fixture a campaign mutates (judged by the contract validator)."""
+    path = ctx.resolve(spec.case, field="case")
+    return [FixtureFile(path, ctx.display(path))]
+
+
+PLAN_CASE: CheckKind[PlanCaseSpec] = CheckKind(
+    name="plan_case",
+    spec_type=PlanCaseSpec,
+    run=run_plan_case,
+    summary="Loop 2: a workload/state/plan/result case that must satisfy the whole contract",
+    mutation=Mutation(targets=(PLAN_CASE_TARGET,), fixtures=_case_fixture),
+)
+NEGATIVE_CASE: CheckKind[NegativeCaseSpec] = CheckKind(
+    name="negative_case",
+    spec_type=NegativeCaseSpec,
+    run=run_negative_case,
+    summary="Loop 2: a case that must be rejected with one named contract finding code",
+)
+TRACE: CheckKind[TraceSpec] = CheckKind(
+    name="trace",
+    spec_type=TraceSpec,
+    run=run_trace,
+    summary="Loop 2: a JSONL trace whose every record must satisfy the contract",
+)
