@@ -28,6 +28,7 @@ INVALID = "GATE.SPEC.INVALID"
 UNKNOWN_KIND = "GATE.CHECK.UNKNOWN_KIND"
 
 COMMON_SCHEMA = "check-common.schema.json"
+SCHEMA_SUFFIX = ".schema.json"
 #: The path forms of `check-common.schema.json#/$defs/<form>` (see `GateContext.check_path`).
 PATH_FORMS = frozenset({"path", "source", "registry_path", "result_ref"})
 
@@ -100,12 +101,11 @@ def _unique(findings: list[Finding]) -> list[Finding]:
 
 def path_fields(schema: Mapping[str, Any], data: Any) -> Iterator[tuple[str, Any, str]]:
     """(pointer suffix, value, form) of every path-valued field of `data`, found by walking
-    `schema` (properties, items, additionalProperties, and `#/$defs` references local or into
-    `check-common.schema.json`)."""
-    common = load_schema("check-common")
+    `schema` (properties, items, additionalProperties, and `$defs` references: local, or into
+    another shipped schema such as `check-common.schema.json`)."""
 
     def walk(
-        node: Any, value: Any, at: str, doc: Mapping[str, Any] = schema
+        node: Any, value: Any, at: str, doc: Mapping[str, Any]
     ) -> Iterator[tuple[str, Any, str]]:
         if not isinstance(node, Mapping):
             return
@@ -113,13 +113,11 @@ def path_fields(schema: Mapping[str, Any], data: Any) -> Iterator[tuple[str, Any
         if isinstance(ref, str):
             target, _, fragment = ref.partition("#")
             name = fragment.rsplit("/", 1)[-1]
-            if target.endswith(COMMON_SCHEMA) or (not target and doc is common):
-                if name in PATH_FORMS:
-                    yield at, value, name
-                elif fragment.startswith("/$defs/"):
-                    yield from walk(common["$defs"].get(name), value, at, common)
-            elif not target and fragment.startswith("/$defs/"):
-                yield from walk(doc.get("$defs", {}).get(name), value, at, doc)
+            into = load_schema(target.removesuffix(SCHEMA_SUFFIX)) if target else doc
+            if into.get("$id", "").endswith(COMMON_SCHEMA) and name in PATH_FORMS:
+                yield at, value, name
+            elif fragment.startswith("/$defs/"):
+                yield from walk(into.get("$defs", {}).get(name), value, at, into)
             return
         props = node.get("properties", {})
         if isinstance(value, Mapping):
@@ -136,7 +134,7 @@ def path_fields(schema: Mapping[str, Any], data: Any) -> Iterator[tuple[str, Any
             for i, item in enumerate(value):
                 yield from walk(items, item, pointer_join(at, i), doc)
 
-    yield from walk(schema, data, "")
+    yield from walk(schema, data, "", schema)
 
 
 def path_findings(

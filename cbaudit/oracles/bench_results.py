@@ -18,14 +18,15 @@ result's evidence class is the file's (`measured_cpu` or `measured_gpu`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cbaudit.bench.checks import point_result, summary_of
-from cbaudit.bench.results import BenchResults, load_results
 from cbaudit.checks.context import GateContext
 from cbaudit.checks.interface import CheckKind
 from cbaudit.checks.spec import CheckSpec
 from cbaudit.model import CheckResult, CheckStatus, Finding
+
+if TYPE_CHECKING:
+    from cbaudit.bench.results import BenchResults
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +41,9 @@ class BenchResultsSpec(CheckSpec):
 
 def run_bench_attached(spec: BenchResultsSpec, ctx: GateContext) -> list[CheckResult]:
     """Validate a results file and report what it is worth (see the module docstring)."""
+    from cbaudit.bench.checks import point_result, summary_of
+    from cbaudit.bench.results import load_results
+
     rel, max_mape, min_ok = spec.results, spec.max_mixed_mape, spec.min_ok_points
     path = ctx.resolve(rel, field="results")
     results = load_results(path, display=rel)

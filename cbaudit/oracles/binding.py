@@ -15,17 +15,17 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cbaudit.checks.context import GateContext
 from cbaudit.checks.interface import CheckKind
 from cbaudit.checks.spec import CheckSpec
-from cbaudit.formulas.audit import audit, read_article
-from cbaudit.formulas.registry import load_registry
 from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, UsageError
-from cbaudit.pins.manifest import consistency_findings, load_manifest
-from cbaudit.pins.sources import GitSource, SourceReader, open_source
-from cbaudit.pins.verify import verify
+
+if TYPE_CHECKING:
+    from cbaudit.pins.sources import SourceReader
+
+# The pin and formula libraries load when a check of these kinds runs (fast start).
 
 SOURCE_FIELDS = ("git_dir", "source")
 
@@ -48,6 +48,8 @@ class FormulaAuditSpec(CheckSpec):
 
 
 def _open(field: str, path: Path) -> SourceReader:
+    from cbaudit.pins.sources import GitSource, open_source
+
     return GitSource.open(path) if field == "git_dir" else open_source(path)
 
 
@@ -62,6 +64,9 @@ def _part(result: CheckResult) -> str:
 
 def run_pin(spec: PinSpec, ctx: GateContext) -> list[CheckResult]:
     """Run one `pin` check: `pin.manifest`, then `pin.revision`/`pin.file` or `pin.verify`."""
+    from cbaudit.pins.manifest import consistency_findings, load_manifest
+    from cbaudit.pins.verify import verify
+
     evidence = spec.evidence_class or EvidenceClass.DERIVED
     where = ctx.spec_path(spec.manifest, "manifest")
     if where.path is None:
@@ -111,6 +116,9 @@ def run_pin(spec: PinSpec, ctx: GateContext) -> list[CheckResult]:
 
 def run_formula_audit(spec: FormulaAuditSpec, ctx: GateContext) -> list[CheckResult]:
     """Run one `formula_audit` check: subjects `registry`, `examples`, `binding`."""
+    from cbaudit.formulas.audit import audit, read_article
+    from cbaudit.formulas.registry import load_registry
+
     evidence = spec.evidence_class or EvidenceClass.DERIVED
     where = ctx.spec_path(spec.registry, "registry")
     if where.path is None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cbaudit.checks.context import REGISTRY_PREFIX, GateContext, registry_name
 from cbaudit.checks.interface import CheckKind, FixtureFile, Mutation, Target, Verdict
@@ -30,14 +30,12 @@ from cbaudit.checks.targets import error_codes, verdict
 from cbaudit.io.loader import Document, load_document
 from cbaudit.io.reads import note_read
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError, Location, Severity
-from cbaudit.results.closure import audit_closure
-from cbaudit.results.compare import CompareOptions, compare_all_pairs, compare_pair
-from cbaudit.results.metrics import load_metrics
-from cbaudit.results.negative import Base, run_negatives
 from cbaudit.results.paths import shipped, split_selector
-from cbaudit.results.registries import audit_registries
-from cbaudit.results.samples import adapt, select
-from cbaudit.results.sensitivity import run_sensitivity as sensitivity_oracle
+
+if TYPE_CHECKING:
+    from cbaudit.results.compare import CompareOptions
+
+# The comparability library loads when a check of these kinds runs (fast start).
 
 CONTRACTS_FILE = "paper_contracts.yaml"
 RESULTS_FILE = "source_reported_results.yaml"
@@ -135,6 +133,8 @@ def _result(
 
 def run_registry_audit(spec: RegistryAuditSpec, ctx: GateContext) -> list[CheckResult]:
     """Audit the paper-contract and source-reported-result registries; diff the summary."""
+    from cbaudit.results.registries import audit_registries
+
     c_doc, r_doc = _load(spec.contracts, ctx, "contracts"), _load(spec.results, ctx, "results")
     audit = audit_registries(
         c_doc.data,
@@ -156,6 +156,8 @@ def run_registry_audit(spec: RegistryAuditSpec, ctx: GateContext) -> list[CheckR
 
 
 def _options(spec: CompareSpec, ctx: GateContext) -> CompareOptions:
+    from cbaudit.results.compare import CompareOptions
+
     try:
         return CompareOptions(
             alpha=float(spec.alpha),
@@ -169,6 +171,10 @@ def _options(spec: CompareSpec, ctx: GateContext) -> CompareOptions:
 
 def _compared(spec: CompareSpec, ctx: GateContext) -> tuple[list[CheckResult], dict[str, Any]]:
     """The comparison's results and the report the expected file holds."""
+    from cbaudit.results.compare import compare_all_pairs, compare_pair
+    from cbaudit.results.metrics import load_metrics
+    from cbaudit.results.samples import adapt, select
+
     opts, metrics = _options(spec, ctx), load_metrics()
     if spec.registry is not None:
         doc = _load(spec.registry, ctx, "registry")
@@ -218,6 +224,8 @@ def run_compare(spec: CompareSpec, ctx: GateContext) -> list[CheckResult]:
 
 def run_sensitivity(spec: SensitivitySpec, ctx: GateContext) -> list[CheckResult]:
     """The one-control sensitivity oracle on its fixture; diff the ledger report."""
+    from cbaudit.results.sensitivity import run_sensitivity as sensitivity_oracle
+
     doc = _load(spec.fixture, ctx, "fixture")
     out = sensitivity_oracle(doc.data, file=doc.path, locate=doc.locate)
     findings = list(out.findings) + ctx.expect_json(spec.expected, dict(out.report), spec.id)
@@ -246,6 +254,8 @@ def contained_resolver(base: Path, root: Path, manifest: str = "") -> Callable[[
 
 def run_failure_closure(spec: ClosureSpec, ctx: GateContext) -> list[CheckResult]:
     """Verify the failure-closure registry's sha256 bindings (rewrite them with --update)."""
+    from cbaudit.results.closure import audit_closure
+
     path = ctx.resolve(spec.registry, field="registry")
     doc = load_document(path, expect=None, display=spec.registry)
     audit = audit_closure(
@@ -276,6 +286,11 @@ def run_failure_closure(spec: ClosureSpec, ctx: GateContext) -> list[CheckResult
 
 def run_negative(spec: Loop11NegativeSpec, ctx: GateContext) -> list[CheckResult]:
     """Apply every Loop 11 negative fixture and check its declared finding code."""
+    from cbaudit.results.closure import audit_closure
+    from cbaudit.results.negative import Base, run_negatives
+    from cbaudit.results.registries import audit_registries
+    from cbaudit.results.sensitivity import run_sensitivity as sensitivity_oracle
+
     fixtures = _load(spec.fixtures, ctx, "fixtures")
     c_doc = _load(spec.contracts, ctx, "contracts")
     r_doc = _load(spec.results, ctx, "results")
@@ -321,6 +336,8 @@ class _KindIs:
 
 
 def _sensitivity_evaluate(data: Mapping[str, Any], directory: Path | None = None) -> Verdict:
+    from cbaudit.results.sensitivity import run_sensitivity as sensitivity_oracle
+
     return verdict(sensitivity_oracle(data, file="<mutant>").findings)
 
 
@@ -331,12 +348,16 @@ def _shipped_registry(name: str) -> Any:
 
 
 def _contracts_evaluate(data: Mapping[str, Any], directory: Path | None = None) -> Verdict:
+    from cbaudit.results.registries import audit_registries
+
     partner = _shipped_registry(RESULTS_FILE)
     audit = audit_registries(data, partner, contracts_file="<mutant>", results_file="<shipped>")
     return verdict(audit.findings)
 
 
 def _results_evaluate(data: Mapping[str, Any], directory: Path | None = None) -> Verdict:
+    from cbaudit.results.registries import audit_registries
+
     partner = _shipped_registry(CONTRACTS_FILE)
     audit = audit_registries(partner, data, contracts_file="<shipped>", results_file="<mutant>")
     return verdict(audit.findings)
@@ -351,6 +372,8 @@ def _bundle_root(directory: Path) -> Path:
 
 
 def _closure_evaluate(data: Mapping[str, Any], directory: Path | None = None) -> Verdict:
+    from cbaudit.results.closure import audit_closure
+
     base = directory.resolve() if directory is not None else None
     top = _bundle_root(base) if base is not None else None
 

@@ -18,18 +18,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cbaudit.checks.context import GateContext
 from cbaudit.checks.interface import CheckKind, FixtureFile, Mutation, Target, Verdict
 from cbaudit.checks.spec import CheckSpec
 from cbaudit.checks.targets import error_codes, schema_codes
-from cbaudit.contract.cases import load_case
-from cbaudit.contract.codes import CODES
-from cbaudit.contract.issues import RecordKind
-from cbaudit.contract.leaks import scan_leaks, strip_leaks
-from cbaudit.contract.validator import check_case_data, validate_case_file, validate_trace
 from cbaudit.io.schemas import is_valid
+
+if TYPE_CHECKING:
+    from cbaudit.contract.issues import RecordKind
 from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, Finding, InputError, Location
 
 _CODE_RE = re.compile(r"^[A-Z][A-Z0-9_]*(\.[A-Z0-9_]+)+$")
@@ -61,6 +59,8 @@ class TraceSpec(CheckSpec):
 
 def run_plan_case(spec: PlanCaseSpec, ctx: GateContext) -> list[CheckResult]:
     """A case that must satisfy the whole contract."""
+    from cbaudit.contract.validator import validate_case_file
+
     path = ctx.resolve(spec.case, field="case")
     display = ctx.display(path)
     result, _ = validate_case_file(path, display=display, root=ctx.read_root)
@@ -85,6 +85,8 @@ def run_plan_case(spec: PlanCaseSpec, ctx: GateContext) -> list[CheckResult]:
 
 
 def _expect_code(spec: NegativeCaseSpec, ctx: GateContext, declared: str | None) -> str:
+    from cbaudit.contract.codes import CODES
+
     given = spec.expect_code
     pointer = f"{ctx.pointer}/expect_code"
     if given is not None and declared is not None and given != declared:
@@ -114,6 +116,9 @@ def _expect_code(spec: NegativeCaseSpec, ctx: GateContext, declared: str | None)
 
 def run_negative_case(spec: NegativeCaseSpec, ctx: GateContext) -> list[CheckResult]:
     """A case that must be rejected with one named finding code."""
+    from cbaudit.contract.cases import load_case
+    from cbaudit.contract.validator import check_case_data
+
     cid = spec.id
     path = ctx.resolve(spec.case, field="case")
     display = ctx.display(path)
@@ -164,6 +169,8 @@ def run_negative_case(spec: NegativeCaseSpec, ctx: GateContext) -> list[CheckRes
 
 def run_trace(spec: TraceSpec, ctx: GateContext) -> list[CheckResult]:
     """A JSONL trace whose every record must satisfy the contract."""
+    from cbaudit.contract.validator import validate_trace
+
     path = ctx.resolve(spec.trace, field="trace")
     display = ctx.display(path)
     result = validate_trace(path, display=display)
@@ -192,6 +199,9 @@ def _plan_case_matches(data: Mapping[str, Any]) -> bool:
 
 def _plan_case_evaluate(data: Mapping[str, Any], directory: Path | None = None) -> Verdict:
     """`check_case_data`, with the detailed (slow) schema report replaced by its codes."""
+    from cbaudit.contract.leaks import scan_leaks, strip_leaks
+    from cbaudit.contract.validator import check_case_data
+
     if is_valid(data, "plan-case"):
         findings, unusable, _ = check_case_data(data)
         return Verdict(error_codes(findings), unusable)

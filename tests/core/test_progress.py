@@ -14,6 +14,7 @@ from repo_paths import EVIDENCE, M52
 
 from cbaudit.gate.runner import run_gate
 from cbaudit.io import load_document
+from cbaudit.kinds import TARGETS
 from cbaudit.mutate.campaign import FixtureInput, run_campaign
 from cbaudit.mutate.registry import OPERATORS
 from cbaudit.mutate.targets import detect
@@ -58,11 +59,18 @@ def test_gate_reports_every_check(
 def test_mutation_campaign_reports_cells_and_mutants(jobs: int) -> None:
     """run_campaign reports each finished cell and the mutants judged so far."""
     doc = load_document(M52 / "loop2" / "valid.case.json")
-    target = detect(doc.data)
+    target = detect(doc.data, TARGETS)
     assert target is not None
     fixture = FixtureInput("valid.case.json", doc.data, target.name)
     calls, progress = _recorder()
-    result = run_campaign([fixture], OPERATORS, limit=2, jobs=jobs, progress=progress)  # type: ignore[arg-type]
+    result = run_campaign(
+        [fixture],
+        OPERATORS,
+        targets=TARGETS,
+        limit=2,
+        jobs=jobs,
+        progress=progress,  # type: ignore[arg-type]
+    )  # type: ignore[arg-type]
     _assert_counts_up(calls)
     assert calls[-1][2] == f"{len(result.mutants)} mutants judged"
 

@@ -9,9 +9,22 @@ import pytest
 from _mutate_paths import BUNDLE
 
 from cbaudit.checks.context import GateContext
+from cbaudit.checks.parse import run_entry
 from cbaudit.kinds import KINDS
-from cbaudit.model import CheckStatus, InputError
-from cbaudit.mutate.gate_kinds import run_metamorphic, run_mutation, run_negative_floor
+from cbaudit.model import CheckResult, CheckStatus, InputError
+from cbaudit.mutate.kinds import METAMORPHIC, MUTATION, NEGATIVE_FLOOR
+
+
+def run_mutation(spec: dict[str, Any], ctx: GateContext) -> list[CheckResult]:
+    return run_entry(MUTATION, {"id": "m", **spec}, ctx)
+
+
+def run_negative_floor(spec: dict[str, Any], ctx: GateContext) -> list[CheckResult]:
+    return run_entry(NEGATIVE_FLOOR, {"id": "f", **spec}, ctx)
+
+
+def run_metamorphic(spec: dict[str, Any], ctx: GateContext) -> list[CheckResult]:
+    return run_entry(METAMORPHIC, {"id": "r", **spec}, ctx)
 
 
 def _ctx() -> GateContext:
@@ -20,6 +33,7 @@ def _ctx() -> GateContext:
         manifest="mutation/checks.yaml",
         pointer="/checks/0",
         bundle_root=BUNDLE,
+        kinds=KINDS,
     )
 
 
@@ -51,12 +65,13 @@ def test_mutation_operator_filter() -> None:
 @pytest.mark.parametrize(
     ("spec", "code"),
     [
-        ({"target": "../loop2/valid.case.json", "min_score": 101}, "MUTATE.SPEC.INVALID"),
-        ({"target": "../loop2/valid.case.json", "seed": "x"}, "MUTATE.SPEC.INVALID"),
+        ({"target": "../loop2/valid.case.json", "min_score": 101}, "GATE.SPEC.INVALID"),
+        ({"target": "../loop2/valid.case.json", "seed": "x"}, "GATE.SPEC.INVALID"),
         ({"target": "../loop2/valid.case.json", "operators": ["zzz"]}, "MUTATE.SPEC.INVALID"),
+        ({"target": "../loop2/valid.case.json", "operator": ["zzz"]}, "GATE.SPEC.UNKNOWN_FIELD"),
         ({"target": "../loop2/missing.json"}, "MUTATE.SPEC.INVALID"),
         ({"target": "../../../etc"}, "GATE.PATH.ESCAPE"),
-        ({}, "MUTATE.SPEC.INVALID"),
+        ({}, "GATE.SPEC.MISSING_FIELD"),
     ],
 )
 def test_mutation_bad_specs(spec: dict[str, Any], code: str) -> None:
@@ -81,7 +96,7 @@ def test_metamorphic_kind() -> None:
     assert [r.subject for r in results] == ["time-scaling"]
     assert results[0].outcome is CheckStatus.PASSED
     assert _code(run_metamorphic, {"relations": ["nope"]}) == "MUTATE.SPEC.INVALID"
-    assert _code(run_metamorphic, {"scale": 1}) == "MUTATE.SPEC.INVALID"
+    assert _code(run_metamorphic, {"scale": 1}) == "GATE.SPEC.INVALID"
 
 
 def test_metamorphic_with_a_workload_file() -> None:

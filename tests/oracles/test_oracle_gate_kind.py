@@ -11,12 +11,29 @@ from repo_paths import M52, loop_checks, run_declared
 
 from cbaudit.checks.bundle import DeclaredCheck
 from cbaudit.checks.context import GateContext
-from cbaudit.model import CheckStatus, InputError
-from cbaudit.oracles import chunked_prefill, runtime_policy, selective_batching
+from cbaudit.checks.parse import run_entry
+from cbaudit.model import CheckResult, CheckStatus, InputError
+from cbaudit.oracles import (
+    admission,
+    chunked_prefill,
+    runtime_policy,
+    selective_batching,
+    slo_oracle,
+)
+from cbaudit.oracles.fixture_oracle import (
+    ORACLE,
+    ORACLE_LOOPS,
+    build_registry,
+    get_oracle,
+    oracles,
+    run_fixture,
+)
 from cbaudit.oracles.fixtures import load_fixture
-from cbaudit.oracles.gate_kinds import run_oracle
-from cbaudit.oracles.registry import ORACLES, build_registry, get_oracle, run_fixture
-from cbaudit.sim import admission, slo_oracle
+
+
+def run_oracle(spec: dict[str, Any], ctx: GateContext) -> list[CheckResult]:
+    return run_entry(ORACLE, spec, ctx)
+
 
 BUNDLE = M52
 
@@ -128,11 +145,15 @@ def test_unusable_fixture_without_expect_code_raises(bundle_copy: Path) -> None:
 @pytest.mark.parametrize(
     ("spec", "code"),
     [
-        ({"id": "t", "kind": "oracle", "fixture": "chunked_prefill.yaml"}, "ORACLE.SPEC.INVALID"),
-        (_spec(), "ORACLE.SPEC.INVALID"),
+        (
+            {"id": "t", "kind": "oracle", "fixture": "chunked_prefill.yaml"},
+            "GATE.SPEC.MISSING_FIELD",
+        ),
+        (_spec(), "GATE.SPEC.MISSING_FIELD"),
         (_spec(fixture="chunked_prefill.yaml", oracle="nope"), "ORACLE.UNKNOWN"),
         (_spec(fixture="../../escape.yaml"), "GATE.PATH.ESCAPE"),
-        (_spec(fixture="chunked_prefill.yaml", expect_code=[]), "ORACLE.SPEC.INVALID"),
+        (_spec(fixture="chunked_prefill.yaml", expect_code=[]), "GATE.SPEC.INVALID"),
+        (_spec(fixture="chunked_prefill.yaml", expected_code="X.Y"), "GATE.SPEC.UNKNOWN_FIELD"),
         (
             {**_spec(fixture="chunked_prefill.yaml"), "oracle": "selective-batching"},
             "ORACLE.FIXTURE.MISMATCH",
@@ -174,8 +195,15 @@ def test_bad_negative_fixture_files(bundle_copy: Path, text: str, code: str) -> 
 
 
 def test_registry_is_explicit_and_refuses_duplicates() -> None:
-    """ORACLES names every loop oracle; a name registered twice is refused."""
-    assert dict(ORACLES) == {
+    """oracles() names every loop oracle, as ORACLE_LOOPS does; a name given twice is refused."""
+    assert list(ORACLE_LOOPS) == [
+        selective_batching.NAME,
+        admission.NAME,
+        chunked_prefill.NAME,
+        slo_oracle.NAME,
+        runtime_policy.NAME,
+    ]
+    assert dict(oracles()) == {
         selective_batching.NAME: selective_batching.run,
         chunked_prefill.NAME: chunked_prefill.run,
         admission.NAME: admission.run,

@@ -12,8 +12,8 @@ import yaml
 from repo_paths import EVIDENCE
 
 from cbaudit.model import CheckStatus, EvidenceClass, InputError
+from cbaudit.oracles import admission as adm
 from cbaudit.oracles.fixtures import load_fixture
-from cbaudit.sim import admission as adm
 
 LOOP5 = EVIDENCE / "m5-2-continuous-batching" / "loop5"
 FIXTURE = LOOP5 / "admission_uncertainty.yaml"

@@ -11,7 +11,7 @@ from repo_paths import M52, loop_checks, run_declared
 
 from cbaudit.checks.bundle import DeclaredCheck
 from cbaudit.model import CheckStatus
-from cbaudit.sim.fairness import (
+from cbaudit.oracles.fairness.accounting import (
     ServiceSeries,
     aged_priority,
     backlogged_gap,
@@ -21,8 +21,8 @@ from cbaudit.sim.fairness import (
     vtc_lift,
     weighted_rows,
 )
-from cbaudit.sim.fairness_fixture import load_fixture
-from cbaudit.sim.fairness_oracle import CODES, Event, evaluate, run_flood
+from cbaudit.oracles.fairness.oracle import CODES, Event, evaluate, run_flood
+from cbaudit.oracles.fixtures import load_loop_fixture as load_fixture
 
 BUNDLE = M52
 LOOP = BUNDLE / "loop8"

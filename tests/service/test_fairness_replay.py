@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 from repo_paths import M52
 
 from cbaudit.checks.context import GateContext
+from cbaudit.checks.parse import run_entry
 from cbaudit.model import InputError
+from cbaudit.oracles.fairness.kinds import FAIRNESS_REPLAY
+from cbaudit.oracles.fairness.replay import replay_fairness
 from cbaudit.policies.registry import POLICIES
-from cbaudit.sim.fairness_replay import replay_fairness, run_fairness_replay
 from cbaudit.sim.workload import load_workload, workload_from_data
 
 BUNDLE = M52
@@ -147,22 +149,22 @@ def test_assert_mismatch_is_a_finding() -> None:
         "runs": [{"policy": "fifo"}],
         "assert": {"runs.fifo.fairness.max_backlogged_gap.A|B.gap": 2},
     }
-    [result] = run_fairness_replay(spec, _ctx())
+    [result] = run_entry(FAIRNESS_REPLAY, spec, _ctx())
     assert [f.code for f in result.findings] == ["REPLAY.ASSERT.MISMATCH"]
 
 
 @pytest.mark.parametrize(
     ("spec", "code"),
     [
-        ({"workload": "flood.workload.yaml"}, "FAIRNESS.SPEC.INVALID"),
-        ({"workload": "flood.workload.yaml", "runs": [{}]}, "FAIRNESS.SPEC.INVALID"),
+        ({"workload": "flood.workload.yaml"}, "GATE.SPEC.MISSING_FIELD"),
+        ({"workload": "flood.workload.yaml", "runs": [{}]}, "GATE.SPEC.MISSING_FIELD"),
         (
             {
                 "workload": "flood.workload.yaml",
                 "runs": [{"policy": "fifo"}],
                 "weights": {"w_p": -1},
             },
-            "FAIRNESS.SPEC.INVALID",
+            "GATE.SPEC.INVALID",
         ),
         (
             {"workload": "flood.workload.yaml", "runs": [{"policy": "nope"}]},
@@ -180,7 +182,7 @@ def test_assert_mismatch_is_a_finding() -> None:
 def test_bad_specs_are_located_input_errors(spec: dict[str, Any], code: str) -> None:
     """Unusable specs raise InputError with the named code and a location."""
     with pytest.raises(InputError) as info:
-        run_fairness_replay({"id": "t", **spec}, _ctx())
+        run_entry(FAIRNESS_REPLAY, {"id": "t", **spec}, _ctx())
     assert info.value.findings[0].code == code
     assert info.value.findings[0].location.file is not None
 

@@ -8,10 +8,12 @@ import pytest
 from repo_paths import M52, declare, run_declared
 
 from cbaudit.checks.context import GateContext
+from cbaudit.checks.parse import run_entry
 from cbaudit.io import load_document
 from cbaudit.model import CheckStatus, InputError
-from cbaudit.sim.fairness_replay import FairnessObserver
-from cbaudit.sim.preemption_incident import IncidentObserver, incident_report, run_incident_replay
+from cbaudit.oracles.fairness.replay import FairnessObserver
+from cbaudit.oracles.preemption.incident import IncidentObserver, incident_report
+from cbaudit.oracles.preemption.kinds import INCIDENT_REPLAY
 from cbaudit.sim.workload import load_workload
 
 BUNDLE = M52
@@ -37,7 +39,7 @@ def _spec(**extra: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def result() -> Any:
-    [res] = run_incident_replay(_spec(), _ctx())
+    [res] = run_entry(INCIDENT_REPLAY, _spec(), _ctx())
     return res
 
 
@@ -90,19 +92,27 @@ def test_wrong_expectation_is_a_finding() -> None:
         window=50,
     )
     spec.pop("assert")
-    [res] = run_incident_replay(spec, _ctx())
+    [res] = run_entry(INCIDENT_REPLAY, spec, _ctx())
     assert [f.code for f in res.findings] == ["INCIDENT.EXPECT.MISMATCH"]
 
 
 @pytest.mark.parametrize(
-    "extra",
-    [{"variants": []}, {"window": 0}, {"validation": "maybe"}, {"expect": {"nope": {}}}],
+    ("extra", "code"),
+    [
+        ({"variants": []}, "GATE.SPEC.INVALID"),
+        ({"window": 0}, "GATE.SPEC.INVALID"),
+        ({"validation": "maybe"}, "GATE.SPEC.INVALID"),
+        ({"windw": 5}, "GATE.SPEC.UNKNOWN_FIELD"),
+        ({"expect": {"nope": {}}}, "INCIDENT.SPEC.INVALID"),
+    ],
 )
-def test_bad_spec_is_located(extra: dict[str, Any]) -> None:
-    """An unusable incident spec raises INCIDENT.SPEC.INVALID at the check."""
+def test_bad_spec_is_located(extra: dict[str, Any], code: str) -> None:
+    """An unusable incident spec is refused with its code (the schema's, or a label that names
+    no variant: INCIDENT.SPEC.INVALID), located at the check."""
     with pytest.raises(InputError) as info:
-        run_incident_replay(_spec(**extra), _ctx())
-    assert info.value.findings[0].code == "INCIDENT.SPEC.INVALID"
+        run_entry(INCIDENT_REPLAY, _spec(**extra), _ctx())
+    assert info.value.findings[0].code == code
+    assert (info.value.findings[0].location.pointer or "").startswith("/checks/0/")
 
 
 def test_incident_observer_counts_rows_below_the_high_frontier() -> None:

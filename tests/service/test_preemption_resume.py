@@ -13,6 +13,7 @@ from repo_paths import M52, declare, loop_checks, run_declared
 
 from cbaudit.checks.bundle import DeclaredCheck
 from cbaudit.checks.context import GateContext
+from cbaudit.checks.parse import run_entry
 from cbaudit.contract.preemption import (
     CODES,
     Binding,
@@ -30,9 +31,9 @@ from cbaudit.contract.preemption import (
 )
 from cbaudit.io.schemas import validate
 from cbaudit.model import CheckStatus
-from cbaudit.oracles.gate_kinds import run_preemption_resume
-from cbaudit.sim.fairness_fixture import load_fixture
-from cbaudit.sim.preemption_oracle import evaluate
+from cbaudit.oracles.fixtures import load_loop_fixture as load_fixture
+from cbaudit.oracles.preemption.kinds import PREEMPTION_RESUME
+from cbaudit.oracles.preemption.oracle import evaluate
 
 BUNDLE = M52
 LOOP = BUNDLE / "loop9"
@@ -275,7 +276,7 @@ def test_bad_fixture_is_a_located_input_error(tmp_path: Path) -> None:
         bundle_root=tmp_path,
     )
     with pytest.raises(Exception) as info:
-        run_preemption_resume({"id": "t", "fixture": "bad.yaml"}, ctx)
+        run_entry(PREEMPTION_RESUME, {"id": "t", "fixture": "bad.yaml"}, ctx)
     findings = info.value.findings  # type: ignore[attr-defined]
     assert {f.code for f in findings} == {"SCHEMA.REQUIRED"}
     assert all(f.location.file == "loop/bad.yaml" for f in findings)

@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 from repo_paths import EVIDENCE
 
 from cbaudit.model import CheckStatus, InputError
+from cbaudit.oracles import slo_oracle
 from cbaudit.oracles.fixtures import load_fixture
 from cbaudit.policies.base import ReqState
 from cbaudit.policies.least_slack import LeastSlackPolicy
 from cbaudit.policies.registry import POLICIES
-from cbaudit.sim import slo, slo_oracle
+from cbaudit.sim import slo
 from cbaudit.sim.cost_unit import UnitCostModel
 from cbaudit.sim.engine import Engine, Validation
 from cbaudit.sim.metrics import INSUFFICIENT
@@ -223,32 +224,37 @@ def test_loop7_checks_pass_through_the_gate(cli: Any, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("options", "pointer"),
+    ("options", "code", "pointer"),
     [
-        ({"goodput": ["ttft"]}, "/checks/0/options/goodput"),
-        ({"goodput": 5}, "/checks/0/options/goodput"),
-        ({"slo_window_ms": 0}, "/checks/0/options/slo_window_ms"),
+        ({"goodput": ["ttft"]}, "REPLAY.SPEC.INVALID", "/checks/0/options/goodput"),
+        ({"goodput": 5}, "GATE.SPEC.INVALID", "/checks/0/options/goodput"),
+        ({"slo_window_ms": 0}, "GATE.SPEC.INVALID", "/checks/0/options/slo_window_ms"),
+        ({"slo_window": 60}, "GATE.SPEC.UNKNOWN_FIELD", "/checks/0/options/slo_window"),
     ],
 )
-def test_replay_gate_kind_refuses_bad_slo_options(options: dict[str, Any], pointer: str) -> None:
+def test_replay_gate_kind_refuses_bad_slo_options(
+    options: dict[str, Any], code: str, pointer: str
+) -> None:
     """The `replay` kind's goodput and window options are validated with located findings."""
     from cbaudit.checks.context import GateContext
-    from cbaudit.sim.gate_kinds import run_replay
+    from cbaudit.checks.parse import run_entry
+    from cbaudit.oracles.replay import REPLAY
 
     ctx = GateContext(
         base_dir=LOOP7, manifest="checks.yaml", pointer="/checks/0", bundle_root=LOOP7.parent
     )
     spec = {"id": "x", "workload": "burst.workload.yaml", "policy": "least-slack"}
     with pytest.raises(InputError) as err:
-        run_replay({**spec, "options": options}, ctx)
+        run_entry(REPLAY, {**spec, "options": options}, ctx)
     finding = err.value.findings[0]
-    assert (finding.code, finding.location.pointer) == ("REPLAY.SPEC.INVALID", pointer)
+    assert (finding.code, finding.location.pointer) == (code, pointer)
 
 
 def test_replay_gate_kind_reports_goodput_limits() -> None:
     """A `replay` check with goodput limits reports the ledger under those limits."""
     from cbaudit.checks.context import GateContext
-    from cbaudit.sim.gate_kinds import run_replay
+    from cbaudit.checks.parse import run_entry
+    from cbaudit.oracles.replay import REPLAY
 
     ctx = GateContext(
         base_dir=LOOP7, manifest="checks.yaml", pointer="/checks/0", bundle_root=LOOP7.parent
@@ -260,6 +266,6 @@ def test_replay_gate_kind_reports_goodput_limits() -> None:
         "options": {"goodput": {"ttft": 30, "tbt": 20}, "slo_window_ms": 60},
         "assert": {"slo.counts.slo_valid": 4},
     }
-    (result,) = run_replay(spec, ctx)
+    (result,) = run_entry(REPLAY, spec, ctx)
     assert result.outcome is CheckStatus.PASSED, [f.render() for f in result.findings]
     assert result.metrics["slo"]["goodput_limits_ms"] == {"tbt_ms": 20, "ttft_ms": 30}

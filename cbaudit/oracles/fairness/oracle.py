@@ -29,7 +29,7 @@ from typing import Any
 
 from cbaudit.io.schemas import validate
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError
-from cbaudit.sim.fairness import (
+from cbaudit.oracles.fairness.accounting import (
     VTC_ASSUMPTIONS,
     ServiceSeries,
     aged_priority,
@@ -40,7 +40,7 @@ from cbaudit.sim.fairness import (
     vtc_bound,
     vtc_lift,
 )
-from cbaudit.sim.fairness_fixture import LoadedFixture
+from cbaudit.oracles.fixtures import LoadedFixture
 
 NAME = "fairness-starvation"
 FIXTURE_SCHEMA = "fairness-fixture"

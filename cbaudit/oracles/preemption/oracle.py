@@ -30,7 +30,7 @@ from cbaudit.contract.preemption import (
 )
 from cbaudit.io.schemas import validate
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError
-from cbaudit.sim.fairness_fixture import LoadedFixture
+from cbaudit.oracles.fixtures import LoadedFixture
 
 NAME = "preemption-resume"
 FIXTURE_SCHEMA = "preemption-fixture"

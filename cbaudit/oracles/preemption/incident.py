@@ -14,11 +14,11 @@ scheduled rows, the recomputed rows (rows below the highest frontier a request h
 computed) and the preemptions. `incident_report` turns that into windowed cumulative counters;
 the H2 signature is "at least one preemption and a recomputed-token ratio that rises".
 
-Gate kind `incident_replay` (spec fields): `workload`, optional `initial_state` (path),
+Check kind `incident_replay` (spec fields): `workload`, optional `initial_state` (path),
 `policy` (default `vllm-v1`), `variants` (list of {`label`, `budgets`, optional `preemption`
-(replay preemption options, e.g. swap)}), `window`
-(iterations per window, default 10), `validation` (default contract), `expect`
-({label: {h2_signature: bool}}), `expected` (report file) and `assert` (path -> value).
+(replay preemption options, e.g. swap)}), `window` (iterations per window, default 10),
+`validation` (default contract), `expect` ({label: {h2_signature: bool}}; a label that names
+no variant is `INCIDENT.SPEC.INVALID`), `expected` (report file) and `assert` (path -> value).
 Step duration is not modelled under the unit cost model, so H1 is reported as not evaluated.
 """
 
@@ -27,16 +27,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cbaudit.checks.context import GateContext
 from cbaudit.io.loader import load_document
-from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError
+from cbaudit.model import CheckResult, EvidenceClass, Finding
+from cbaudit.oracles.preemption.kinds import IncidentSpec
 from cbaudit.sim import replay as core
 from cbaudit.sim.engine import Validation
 from cbaudit.sim.workload import Workload, load_workload
-
-if TYPE_CHECKING:
-    from cbaudit.checks.context import GateContext
 
 CHECK_NAME = "incident-replay"
 DISTINGUISHING_COUNTERS = ("num_preemptions", "recomputed_token_ratio")
@@ -141,56 +140,26 @@ def replay_incident(
     return report, [f.code for f in run.findings]
 
 
-def _err(ctx: GateContext, field: str, message: str) -> InputError:
-    return InputError.at(
-        "INCIDENT.SPEC.INVALID", message, ctx.manifest, pointer=f"{ctx.pointer}/{field}"
-    )
-
-
-def run_incident_replay(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
-    """Gate kind `incident_replay`: the same burst under budget variants; H2's counters."""
-    check_id = str(spec.get("id", CHECK_NAME))
-    if not isinstance(spec.get("workload"), str):
-        raise _err(ctx, "workload", "workload must be a relative path")
-    variants = spec.get("variants")
-    if not isinstance(variants, list) or not variants:
-        raise _err(ctx, "variants", "variants must be a non-empty list of {label, budgets}")
-    window = spec.get("window", 10)
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise _err(ctx, "window", "window must be an integer >= 1")
-    try:
-        validation = Validation(spec.get("validation", "contract"))
-    except ValueError:
-        raise _err(ctx, "validation", "validation must be contract, fast or off") from None
-    path = ctx.resolve(spec["workload"], field="workload")
-    workload = load_workload(path, display=str(path))
+def _replay_variants(
+    spec: IncidentSpec, ctx: GateContext, workload: Workload
+) -> tuple[dict[str, Any], list[Finding]]:
+    """Each budget variant replayed: its report by label, and its contract findings."""
     initial = {}
-    if "initial_state" in spec:
-        ipath = ctx.resolve(spec["initial_state"], field="initial_state")
+    if spec.initial_state is not None:
+        ipath = ctx.resolve(spec.initial_state, field="initial_state")
         doc = load_document(ipath, display=str(ipath))
         initial = core.parse_initial(doc.data, doc.path)
-    policy = spec.get("policy", "vllm-v1")
-    if not isinstance(policy, str):
-        raise _err(ctx, "policy", "policy must be a policy id")
     runs: dict[str, Any] = {}
     findings: list[Finding] = []
-    for i, v in enumerate(variants):
-        if not isinstance(v, Mapping) or not isinstance(v.get("label"), str):
-            raise _err(ctx, f"variants/{i}", "each variant needs a label")
-        budgets = v.get("budgets") or {}
-        if not isinstance(budgets, Mapping):
-            raise _err(ctx, f"variants/{i}/budgets", "budgets must be a mapping")
-        preemption = v.get("preemption") or {}
-        if not isinstance(preemption, Mapping):
-            raise _err(ctx, f"variants/{i}/preemption", "preemption must be a mapping")
+    for i, v in enumerate(spec.variants):
         options = core.ReplayOptions(
-            policy=policy,
-            budgets=dict(budgets),
+            policy=spec.policy,
+            budgets=dict(v.get("budgets") or {}),
             initial=initial,
-            validation=validation,
-            preemption=dict(preemption),
+            validation=Validation(spec.validation),
+            preemption=dict(v.get("preemption") or {}),
         )
-        report, codes = replay_incident(workload, options, window, source=ctx.manifest)
+        report, codes = replay_incident(workload, options, spec.window, source=ctx.manifest)
         runs[v["label"]] = report
         findings += [
             Finding(
@@ -200,26 +169,30 @@ def run_incident_replay(spec: Mapping[str, Any], ctx: GateContext) -> list[Check
             )
             for code in codes
         ]
-    expect = spec.get("expect") or {}
-    if not isinstance(expect, Mapping):
-        raise _err(ctx, "expect", "expect must map variant labels to {h2_signature: bool}")
-    for label, want in expect.items():
-        if label not in runs or not isinstance(want, Mapping):
-            raise _err(ctx, f"expect/{label}", f"no variant labelled {label!r}")
-        for key, value in want.items():
-            got = runs[label].get(key)
-            if got != value:
-                findings.append(
-                    Finding(
-                        "INCIDENT.EXPECT.MISMATCH",
-                        f"{label}: {key} is {got!r}, expected {value!r}",
-                        location=ctx.location(f"/expect/{label}/{key}"),
-                    )
-                )
-    metrics: dict[str, Any] = {
+    return runs, findings
+
+
+def _expectations(spec: IncidentSpec, runs: Mapping[str, Any], ctx: GateContext) -> list[Finding]:
+    """`INCIDENT.EXPECT.MISMATCH` for each declared counter a variant does not show."""
+    return [
+        Finding(
+            "INCIDENT.EXPECT.MISMATCH",
+            f"{label}: {name} is {runs[label].get(name)!r}, expected {value!r}",
+            location=ctx.location(f"/expect/{label}/{name}"),
+        )
+        for label, want in spec.expect.items()
+        for name, value in want.items()
+        if runs[label].get(name) != value
+    ]
+
+
+def _incident_metrics(
+    spec: IncidentSpec, workload: Workload, runs: Mapping[str, Any]
+) -> dict[str, Any]:
+    return {
         "workload_id": workload.workload_id,
-        "policy": policy,
-        "window_iterations": window,
+        "policy": spec.policy,
+        "window_iterations": spec.window,
         "variants": runs,
         "hypotheses": {
             "H1_compute_saturation": {
@@ -237,31 +210,40 @@ def run_incident_replay(spec: Mapping[str, Any], ctx: GateContext) -> list[Check
         "evidence_class": EvidenceClass.SYNTHETIC.value,
         "scope": "synthetic replay of a hypothetical teaching incident; not a measurement",
     }
-    asserts = spec.get("assert") or {}
-    if not isinstance(asserts, Mapping):
-        raise _err(ctx, "assert", "assert must map metric paths to values")
-    findings += core.check_asserts(
-        metrics, asserts, file=ctx.manifest, pointer=f"{ctx.pointer}/assert"
-    )
-    if "expected" in spec:
-        findings += ctx.expect_json(spec["expected"], metrics, check_id)
+
+
+def _ratio_chart(runs: Mapping[str, Any]) -> dict[str, Any]:
     series = {
         f"{label}: recomputed-token ratio": [
             [w["end_iteration"], w["recomputed_token_ratio"]["value"]] for w in r["windows"]
         ]
         for label, r in runs.items()
     }
-    chart = {
+    return {
         "type": "lines",
         "title": "Lesson incident: cumulative recomputed-token ratio by iteration",
         "x_label": "iteration",
         "y_label": "recomputed rows / scheduled rows",
         "series": series,
     }
+
+
+def run_incident_replay(spec: IncidentSpec, ctx: GateContext) -> list[CheckResult]:
+    """Check kind `incident_replay`: the same burst under budget variants; H2's counters."""
+    path = ctx.resolve(spec.workload, field="workload")
+    workload = load_workload(path, display=str(path))
+    runs, findings = _replay_variants(spec, ctx, workload)
+    findings += _expectations(spec, runs, ctx)
+    metrics = _incident_metrics(spec, workload, runs)
+    findings += core.check_asserts(
+        metrics, spec.asserts, file=ctx.manifest, pointer=f"{ctx.pointer}/assert"
+    )
+    if spec.expected is not None:
+        findings += ctx.expect_json(spec.expected, metrics, spec.id)
     return [
         CheckResult(
             check=CHECK_NAME,
-            subject=check_id,
+            subject=spec.id,
             findings=tuple(findings),
             metrics=metrics,
             evidence_class=EvidenceClass.SYNTHETIC,
@@ -270,7 +252,7 @@ def run_incident_replay(spec: Mapping[str, Any], ctx: GateContext) -> list[Check
                 f" {r['recomputed_token_ratio']['fraction']}"
                 for label, r in runs.items()
             ),
-            artifacts={"workload": str(spec["workload"])},
-            charts=(chart,),
+            artifacts={"workload": spec.workload},
+            charts=(_ratio_chart(runs),),
         )
     ]

@@ -9,26 +9,30 @@ completed event, starvation over the replay, and the maximum service gap of ever
 while both stay backlogged; `slo_by_identity` partitions each client's requests into
 SLO-valid, completed-miss, rejected and unfinished from the replay's per-request clocks.
 
-Gate kind `fairness_replay` (spec fields): `workload` (path), `runs` (list of
-{`policy`, optional `policy_options`}), optional `weights` {`w_p`, `w_q`} (default 1, 2),
-`horizon`, `validation` (contract | fast, default contract), `expected` (the expected report,
-compared canonically) and `assert` (dotted metric path -> exact value).
+Check kind `fairness_replay` (spec fields): `workload` (path), `runs` (list of
+{`policy`, optional `policy_options`, `label`}), optional `weights` {`w_p`, `w_q`} (default
+1, 2), `horizon`, `validation` (contract | fast | off, default contract), `expected` (the
+expected report, compared canonically) and `assert` (dotted metric path -> exact value).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError
+from cbaudit.checks.context import GateContext
+from cbaudit.model import CheckResult, EvidenceClass, Finding
+from cbaudit.oracles.fairness.accounting import (
+    ServiceSeries,
+    backlogged_gap,
+    starved,
+    weighted_rows,
+)
+from cbaudit.oracles.fairness.kinds import FairnessReplaySpec
 from cbaudit.sim import replay as core
 from cbaudit.sim.engine import Validation
-from cbaudit.sim.fairness import ServiceSeries, backlogged_gap, starved, weighted_rows
 from cbaudit.sim.workload import Workload, load_workload
-
-if TYPE_CHECKING:
-    from cbaudit.checks.context import GateContext
 
 CHECK_NAME = "fairness-replay"
 NO_CLIENT = "(none)"
@@ -163,49 +167,18 @@ def replay_fairness(
     }
 
 
-def _spec_error(ctx: GateContext, field: str, message: str) -> InputError:
-    return InputError.at(
-        "FAIRNESS.SPEC.INVALID", message, ctx.manifest, pointer=f"{ctx.pointer}/{field}"
-    )
-
-
-def _weight(spec: Mapping[str, Any], name: str, default: int, ctx: GateContext) -> int:
-    weights = spec.get("weights") or {}
-    if not isinstance(weights, Mapping):
-        raise _spec_error(ctx, "weights", "weights must be a mapping {w_p, w_q}")
-    value = weights.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _spec_error(ctx, f"weights/{name}", f"{name} must be an integer >= 0")
-    return value
-
-
-def run_fairness_replay(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
-    """Gate kind `fairness_replay`: replays under several policies with fairness metrics."""
-    check_id = str(spec.get("id", CHECK_NAME))
-    if not isinstance(spec.get("workload"), str):
-        raise _spec_error(ctx, "workload", "workload must be a relative path")
-    runs = spec.get("runs")
-    if not isinstance(runs, list) or not runs:
-        raise _spec_error(ctx, "runs", "runs must be a non-empty list of {policy, policy_options}")
-    horizon = spec.get("horizon")
-    if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, int)):
-        raise _spec_error(ctx, "horizon", "horizon must be an integer")
-    try:
-        validation = Validation(spec.get("validation", "contract"))
-    except ValueError:
-        raise _spec_error(ctx, "validation", "validation must be contract or fast") from None
-    w_p, w_q = _weight(spec, "w_p", 1, ctx), _weight(spec, "w_q", 2, ctx)
-    path = ctx.resolve(spec["workload"], field="workload")
+def run_fairness_replay(spec: FairnessReplaySpec, ctx: GateContext) -> list[CheckResult]:
+    """Check kind `fairness_replay`: replays under several policies with fairness metrics."""
+    check_id, runs, horizon = spec.id, spec.runs, spec.horizon
+    validation = Validation(spec.validation)
+    w_p, w_q = spec.weights.get("w_p", 1), spec.weights.get("w_q", 2)
+    path = ctx.resolve(spec.workload, field="workload")
     workload = load_workload(path, display=str(path))
     report: dict[str, Any] = {"workload_id": workload.workload_id, "runs": {}}
     curves: dict[str, list[list[Any]]] = {}
     findings: list[Finding] = []
-    for i, item in enumerate(runs):
-        if not isinstance(item, Mapping) or not isinstance(item.get("policy"), str):
-            raise _spec_error(ctx, f"runs/{i}", "each run needs a policy id")
+    for item in runs:
         opts = item.get("policy_options") or {}
-        if not isinstance(opts, Mapping):
-            raise _spec_error(ctx, f"runs/{i}/policy_options", "policy_options must be a mapping")
         label = str(item.get("label", item["policy"]))
         result = replay_fairness(
             workload,
@@ -221,11 +194,8 @@ def run_fairness_replay(spec: Mapping[str, Any], ctx: GateContext) -> list[Check
         for c, pts in result["fairness"]["service_curve"].items():
             curves[f"{c} ({label})"] = pts
     metrics: dict[str, Any] = {**report, "evidence_class": EvidenceClass.SYNTHETIC.value}
-    asserts = spec.get("assert") or {}
-    if not isinstance(asserts, Mapping):
-        raise _spec_error(ctx, "assert", "assert must map metric paths to values")
     findings += core.check_asserts(
-        metrics, asserts, file=ctx.manifest, pointer=f"{ctx.pointer}/assert"
+        metrics, spec.asserts, file=ctx.manifest, pointer=f"{ctx.pointer}/assert"
     )
     for i, result in enumerate(report["runs"].values()):
         findings += [
@@ -236,8 +206,8 @@ def run_fairness_replay(spec: Mapping[str, Any], ctx: GateContext) -> list[Check
             )
             for code in result["contract_findings"]
         ]
-    if "expected" in spec:
-        findings += ctx.expect_json(spec["expected"], metrics, check_id)
+    if spec.expected is not None:
+        findings += ctx.expect_json(spec.expected, metrics, check_id)
     chart = {
         "type": "lines",
         "title": f"{workload.workload_id}: cumulative completed weighted service per client",
@@ -256,7 +226,7 @@ def run_fairness_replay(spec: Mapping[str, Any], ctx: GateContext) -> list[Check
                 f"{label}: starved {r['fairness']['starved'] or 'none'}"
                 for label, r in report["runs"].items()
             ),
-            artifacts={"workload": str(spec["workload"])},
+            artifacts={"workload": spec.workload},
             charts=(chart,),
         )
     ]
