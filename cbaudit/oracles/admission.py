@@ -416,9 +416,8 @@ def _f(code: str, message: str, file: str, pointer: str) -> Finding:
     return Finding(code, message, location=Location(file=file, pointer=pointer))
 
 
-def parse_fixture(data: Mapping[str, Any], path: str) -> tuple[Loop5Fixture, list[Finding]]:
-    """Build the fixture's records; contract findings (not shape errors) are returned."""
-    findings: list[Finding] = []
+def _online_leaks(data: Mapping[str, Any], path: str, findings: list[Finding]) -> None:
+    """Physical block identity, or a realized length, in the online part of the fixture."""
     online = {k: v for k, v in data.items() if k != "fixture_only_hidden_truth"}
     for ptr in _find_keys(online, PHYSICAL_KEYS, ""):
         findings.append(
@@ -439,6 +438,10 @@ def parse_fixture(data: Mapping[str, Any], path: str) -> tuple[Loop5Fixture, lis
                     f"/requests/{i}/realized_output_tokens",
                 )
             )
+
+
+def _ceiling(data: Mapping[str, Any], path: str, findings: list[Finding]) -> Ceiling:
+    """The ceiling in rows, with bytes per row consumed from the M5.1 ABI (never re-derived)."""
     abi = data["abi"]
     for ptr in _find_keys(abi, ARCHITECTURE_KEYS, "/abi"):
         findings.append(
@@ -470,97 +473,117 @@ def parse_fixture(data: Mapping[str, Any], path: str) -> tuple[Loop5Fixture, lis
                 "/ceiling/reserved_rows",
             )
         )
-    queue: list[RequestView] = []
-    for i, r in enumerate(data["requests"]):
-        fc = r.get("forecast", {})
-        view = RequestView(
-            request_id=str(r["request_id"]),
-            request_generation=int(r.get("request_generation", 0)),
-            priority=int(r.get("priority", 0)),
-            emitted=int(r["emitted"]),
-            new=r.get("state", "running") == "new",
-            uncached_prompt=int(r.get("uncached_prompt", 0)),
-            max_output_tokens=int(r["max_output_tokens"]),
-            point=fc.get("point"),
-            quantile=fc.get("quantile"),
+    return ceiling
+
+
+def _request_view(
+    data: Mapping[str, Any], i: int, path: str, findings: list[Finding]
+) -> RequestView:
+    """One queued request's online view; its forecasts must be ordered and within its maximum."""
+    r = data["requests"][i]
+    fc = r.get("forecast", {})
+    view = RequestView(
+        request_id=str(r["request_id"]),
+        request_generation=int(r.get("request_generation", 0)),
+        priority=int(r.get("priority", 0)),
+        emitted=int(r["emitted"]),
+        new=r.get("state", "running") == "new",
+        uncached_prompt=int(r.get("uncached_prompt", 0)),
+        max_output_tokens=int(r["max_output_tokens"]),
+        point=fc.get("point"),
+        quantile=fc.get("quantile"),
+    )
+    base = f"/requests/{i}/forecast"
+    for name in ("point", "quantile"):
+        value = getattr(view, name)
+        if value is not None and value > view.max_output_tokens:
+            findings.append(
+                _f(
+                    "ADMISSION.FORECAST.ABOVE_MAX",
+                    f"{view.request_id}: {name} forecast {value} exceeds max_output_tokens"
+                    f" {view.max_output_tokens}",
+                    path,
+                    f"{base}/{name}",
+                )
+            )
+    if view.point is not None and view.quantile is not None and view.point > view.quantile:
+        findings.append(
+            _f(
+                "ADMISSION.FORECAST.ORDER",
+                f"{view.request_id}: point forecast {view.point} exceeds the"
+                f" {data['prediction'].get('quantile', 'quantile')} forecast {view.quantile}",
+                path,
+                f"{base}/point",
+            )
         )
-        base = f"/requests/{i}/forecast"
-        for name in ("point", "quantile"):
-            value = getattr(view, name)
-            if value is not None and value > view.max_output_tokens:
+    return view
+
+
+def _policy(
+    p: Mapping[str, Any],
+    ptr: str,
+    ceiling: Ceiling,
+    queue: list[RequestView],
+    path: str,
+    findings: list[Finding],
+) -> AdmissionPolicy:
+    """One admission policy: its oracle label matches what it reads; its watermark leaves room;
+    every request carries the forecast it needs."""
+    pol = AdmissionPolicy(
+        policy_id=str(p["policy_id"]),
+        forecast=str(p["forecast"]),
+        watermark_rows=int(p.get("watermark_rows", 0)),
+        oracle=bool(p.get("oracle", False)),
+    )
+    if pol.reads_hidden_truth and not pol.oracle:
+        findings.append(
+            _f(
+                "ADMISSION.ORACLE.UNLABELLED",
+                f"policy {pol.policy_id} reads hidden realized lengths but is not labelled"
+                " oracle: its results would look online while using the answer",
+                path,
+                f"{ptr}/forecast",
+            )
+        )
+    if pol.oracle and not pol.reads_hidden_truth:
+        findings.append(
+            _f(
+                "ADMISSION.ORACLE.LABEL_WITHOUT_READ",
+                f"policy {pol.policy_id} is labelled oracle but forecasts from {pol.forecast}",
+                path,
+                f"{ptr}/oracle",
+            )
+        )
+    room = ceiling.hard_rows - ceiling.reserved_rows
+    if pol.watermark_rows < 0 or pol.watermark_rows >= room:
+        findings.append(
+            _f(
+                "ADMISSION.WATERMARK.ILLEGAL",
+                f"policy {pol.policy_id}: watermark {pol.watermark_rows} rows must be >= 0"
+                f" and leave admission room below the {room} free rows",
+                path,
+                f"{ptr}/watermark_rows",
+            )
+        )
+    needs = {"point": "point", "quantile": "quantile"}.get(pol.forecast)
+    if needs is not None:
+        for j, view in enumerate(queue):
+            if getattr(view, needs) is None:
                 findings.append(
                     _f(
-                        "ADMISSION.FORECAST.ABOVE_MAX",
-                        f"{view.request_id}: {name} forecast {value} exceeds max_output_tokens"
-                        f" {view.max_output_tokens}",
+                        "ADMISSION.FORECAST.MISSING",
+                        f"policy {pol.policy_id} needs a {needs} forecast for {view.request_id}",
                         path,
-                        f"{base}/{name}",
+                        f"/requests/{j}/forecast",
                     )
                 )
-        if view.point is not None and view.quantile is not None and view.point > view.quantile:
-            findings.append(
-                _f(
-                    "ADMISSION.FORECAST.ORDER",
-                    f"{view.request_id}: point forecast {view.point} exceeds the"
-                    f" {data['prediction'].get('quantile', 'quantile')} forecast {view.quantile}",
-                    path,
-                    f"{base}/point",
-                )
-            )
-        queue.append(view)
-    policies: list[AdmissionPolicy] = []
-    for i, p in enumerate(data["policies"]):
-        pol = AdmissionPolicy(
-            policy_id=str(p["policy_id"]),
-            forecast=str(p["forecast"]),
-            watermark_rows=int(p.get("watermark_rows", 0)),
-            oracle=bool(p.get("oracle", False)),
-        )
-        ptr = f"/policies/{i}"
-        if pol.reads_hidden_truth and not pol.oracle:
-            findings.append(
-                _f(
-                    "ADMISSION.ORACLE.UNLABELLED",
-                    f"policy {pol.policy_id} reads hidden realized lengths but is not labelled"
-                    " oracle: its results would look online while using the answer",
-                    path,
-                    f"{ptr}/forecast",
-                )
-            )
-        if pol.oracle and not pol.reads_hidden_truth:
-            findings.append(
-                _f(
-                    "ADMISSION.ORACLE.LABEL_WITHOUT_READ",
-                    f"policy {pol.policy_id} is labelled oracle but forecasts from {pol.forecast}",
-                    path,
-                    f"{ptr}/oracle",
-                )
-            )
-        room = ceiling.hard_rows - ceiling.reserved_rows
-        if pol.watermark_rows < 0 or pol.watermark_rows >= room:
-            findings.append(
-                _f(
-                    "ADMISSION.WATERMARK.ILLEGAL",
-                    f"policy {pol.policy_id}: watermark {pol.watermark_rows} rows must be >= 0"
-                    f" and leave admission room below the {room} free rows",
-                    path,
-                    f"{ptr}/watermark_rows",
-                )
-            )
-        needs = {"point": "point", "quantile": "quantile"}.get(pol.forecast)
-        if needs is not None:
-            for j, view in enumerate(queue):
-                if getattr(view, needs) is None:
-                    findings.append(
-                        _f(
-                            "ADMISSION.FORECAST.MISSING",
-                            f"policy {pol.policy_id} needs a {needs} forecast for"
-                            f" {view.request_id}",
-                            path,
-                            f"/requests/{j}/forecast",
-                        )
-                    )
-        policies.append(pol)
+    return pol
+
+
+def _hidden_lengths(
+    data: Mapping[str, Any], queue: list[RequestView], path: str, findings: list[Finding]
+) -> dict[str, int]:
+    """The realized lengths (offline only): each declared, between emitted and the maximum."""
     hidden_raw = data.get("fixture_only_hidden_truth", {}).get("realized_output_tokens", {})
     hidden: dict[str, int] = {}
     for j, view in enumerate(queue):
@@ -579,6 +602,20 @@ def parse_fixture(data: Mapping[str, Any], path: str) -> tuple[Loop5Fixture, lis
             )
         else:
             hidden[view.request_id] = int(value)
+    return hidden
+
+
+def parse_fixture(data: Mapping[str, Any], path: str) -> tuple[Loop5Fixture, list[Finding]]:
+    """Build the fixture's records; contract findings (not shape errors) are returned."""
+    findings: list[Finding] = []
+    _online_leaks(data, path, findings)
+    ceiling = _ceiling(data, path, findings)
+    queue = [_request_view(data, i, path, findings) for i in range(len(data["requests"]))]
+    policies = [
+        _policy(p, f"/policies/{i}", ceiling, queue, path, findings)
+        for i, p in enumerate(data["policies"])
+    ]
+    hidden = _hidden_lengths(data, queue, path, findings)
     fixture = Loop5Fixture(
         ceiling=ceiling,
         prediction_version=str(data["prediction"]["prediction_version"]),

@@ -457,6 +457,67 @@ def _prefix_quota(section: Mapping[str, Any], sink: _Sink) -> dict[str, Any]:
     return out
 
 
+def _mlfq_join(quanta: Sequence[int], cost: int) -> int:
+    """Skip-join: the first queue whose quantum covers the job's first cost."""
+    return next((j for j, q in enumerate(quanta) if q >= cost), len(quanta) - 1)
+
+
+def _mlfq_arrivals(section: Mapping[str, Any], t: int, jobs: dict[str, dict[str, int]]) -> None:
+    """The long job at tick 0, and a short job every `short_arrival_every` ticks."""
+    quanta, every = section["quanta"], section.get("short_arrival_every") or 0
+    if t == 0:
+        first = _mlfq_join(quanta, section["long_first_cost"])
+        jobs["long"] = {"queue": first, "arrival": 0, "used": 0, "wait": 0, "order": 0}
+        jobs["long"]["left"] = section["long_iterations"]
+    if every and t % every == 0:
+        short = {"queue": _mlfq_join(quanta, 1), "arrival": t, "used": 0, "wait": 0, "left": 1}
+        jobs[f"short-{t}"] = {**short, "order": t + 1}
+
+
+def _mlfq_trace(section: Mapping[str, Any], promote: bool) -> dict[str, Any]:
+    """One MLFQ run over the horizon (with or without promotion after `alpha` waiting ticks)."""
+    quanta, long_iters = section["quanta"], section["long_iterations"]
+    jobs: dict[str, dict[str, int]] = {}
+    series = ServiceSeries(("long", "short"))
+    first_long: int | None = None
+    long_done = shorts_done = 0
+    for t in range(section["horizon"]):
+        _mlfq_arrivals(section, t, jobs)
+        if promote:
+            for job in jobs.values():
+                if job["wait"] >= section["alpha"]:
+                    job["queue"], job["wait"], job["used"] = 0, 0, 0
+        eligible = {"long" if j == "long" else "short" for j in jobs}
+        if not jobs:
+            series.tick(eligible, {})
+            continue
+        name_ = min(jobs, key=lambda j: (jobs[j]["queue"], jobs[j]["arrival"], jobs[j]["order"]))
+        job = jobs[name_]
+        cost = section["long_first_cost"] if name_ == "long" and job["left"] == long_iters else 1
+        job["left"] -= 1
+        job["used"] += cost
+        for other, oj in jobs.items():
+            oj["wait"] = 0 if other == name_ else oj["wait"] + 1
+        ident = "long" if name_ == "long" else "short"
+        if ident == "long":
+            long_done += 1
+            first_long = t if first_long is None else first_long
+        else:
+            shorts_done += 1
+        series.tick(eligible, {ident: 1}, {ident: 1})
+        if job["left"] == 0:
+            del jobs[name_]
+        elif job["used"] >= quanta[job["queue"]]:
+            job["queue"] = min(job["queue"] + section["demotion_distance"], len(quanta) - 1)
+            job["used"] = 0
+    return {
+        "long_first_service_tick": first_long,
+        "long_iterations_completed": long_done,
+        "short_jobs_completed": shorts_done,
+        "starved": [i for i in ("long", "short") if starved(series, i)],
+    }
+
+
 def _mlfq(section: Mapping[str, Any], sink: _Sink) -> dict[str, Any]:
     quanta: list[int] = section["quanta"]
     if not section.get("short_arrival_every"):
@@ -472,77 +533,10 @@ def _mlfq(section: Mapping[str, Any], sink: _Sink) -> dict[str, Any]:
             "promotion is a job-liveness rule; it proves no weighted-service bound between"
             " clients (VTC's bound does not apply)",
         )
-    every = section.get("short_arrival_every") or 0
-    horizon = section["horizon"]
-    long_iters = section["long_iterations"]
-
-    def join(cost: int) -> int:
-        return next((j for j, q in enumerate(quanta) if q >= cost), len(quanta) - 1)
-
-    out: dict[str, Any] = {"quanta": quanta, "long_join_queue": join(section["long_first_cost"])}
+    join = _mlfq_join(quanta, section["long_first_cost"])
+    out: dict[str, Any] = {"quanta": quanta, "long_join_queue": join}
     for name, promote in (("no_promotion", False), ("promotion", True)):
-        jobs: dict[str, dict[str, int]] = {}
-        series = ServiceSeries(("long", "short"))
-        first_long: int | None = None
-        long_done = 0
-        shorts_done = 0
-        for t in range(horizon):
-            if t == 0:
-                jobs["long"] = {
-                    "queue": join(section["long_first_cost"]),
-                    "arrival": 0,
-                    "used": 0,
-                    "wait": 0,
-                    "left": long_iters,
-                    "order": 0,
-                }
-            if every and t % every == 0:
-                jobs[f"short-{t}"] = {
-                    "queue": join(1),
-                    "arrival": t,
-                    "used": 0,
-                    "wait": 0,
-                    "left": 1,
-                    "order": t + 1,
-                }
-            if promote:
-                for job in jobs.values():
-                    if job["wait"] >= section["alpha"]:
-                        job["queue"], job["wait"], job["used"] = 0, 0, 0
-            eligible = {"long" if j == "long" else "short" for j in jobs}
-            if not jobs:
-                series.tick(eligible, {})
-                continue
-            name_ = min(
-                jobs, key=lambda j: (jobs[j]["queue"], jobs[j]["arrival"], jobs[j]["order"])
-            )
-            job = jobs[name_]
-            cost = (
-                section["long_first_cost"] if name_ == "long" and job["left"] == long_iters else 1
-            )
-            job["left"] -= 1
-            job["used"] += cost
-            for other, oj in jobs.items():
-                oj["wait"] = 0 if other == name_ else oj["wait"] + 1
-            ident = "long" if name_ == "long" else "short"
-            if ident == "long":
-                long_done += 1
-                first_long = t if first_long is None else first_long
-            else:
-                shorts_done += 1
-            series.tick(eligible, {ident: 1}, {ident: 1})
-            if job["left"] == 0:
-                del jobs[name_]
-            elif job["used"] >= quanta[job["queue"]]:
-                job["queue"] = min(job["queue"] + section["demotion_distance"], len(quanta) - 1)
-                job["used"] = 0
-        result = {
-            "long_first_service_tick": first_long,
-            "long_iterations_completed": long_done,
-            "short_jobs_completed": shorts_done,
-            "starved": [i for i in ("long", "short") if starved(series, i)],
-        }
-        out[name] = result
+        result = out[name] = _mlfq_trace(section, promote)
         declared = section["expect"][name]
         for field in declared:
             sink.expect(

@@ -15,7 +15,8 @@ reproduction is implied, and a fixture that claims otherwise is a finding.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from cbaudit.contract.preemption import (
@@ -63,6 +64,86 @@ def _leaks(fixture: LoadedFixture) -> None:
         )
 
 
+@dataclass
+class _Tally:
+    """What the cases add up to, across the fixture."""
+
+    cases: dict[str, Any] = field(default_factory=dict)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    stale_fields: Counter[str] = field(default_factory=Counter)
+    intents: Counter[str] = field(default_factory=Counter)
+    stale_total: int = 0
+    rebuild_service: int = 0
+    overhead: int = 0
+    chart_rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, int]:
+        resumable = self.outcomes[Outcome.RESUMABLE.value]
+        return {
+            "cases": len(self.cases),
+            "resumable": resumable,
+            "no_ticket": len(self.cases) - resumable,
+            "stale_receipts": self.stale_total,
+            "semantic_service_during_rebuild": self.rebuild_service,
+            "recompute_overhead_tokens": self.overhead,
+        }
+
+
+Add = Callable[[str, str, str], None]
+
+
+def _case(i: int, case: Mapping[str, Any], tally: _Tally, add: Add) -> None:
+    """Derive one case (intent, receipts, ticket), compare it with what it declares, tally it."""
+    ptr = f"/cases/{i}"
+    snapshot = RequestSnapshot.from_json(case["request"])
+    intent = PreemptionIntent.from_json(case["intent"])
+    receipts = [Receipt.from_json(r) for r in case["receipts"]]
+    d = derive_resume(snapshot, intent, receipts, pointer=ptr)
+    for issue in check_case(d, case["declared"], pointer=ptr):
+        add(issue.code, issue.pointer, f"{case['case_id']}: {issue.message}")
+    tally.outcomes[d.outcome.value] += 1
+    tally.intents[f"{intent.mode.value}/{intent.reason}"] += 1
+    tally.stale_total += len(d.stale)
+    for _, fields in d.stale:
+        tally.stale_fields.update(fields)
+    entry: dict[str, Any] = {
+        "outcome": d.outcome.value,
+        "t_target": d.t_target,
+        "t_ready": d.t_ready,
+        "stale_receipts": [{"receipt_id": r, "differs_in": list(f)} for r, f in d.stale],
+        "wrong_owner_receipts": list(d.wrong_owner),
+        "published_capacity_bytes": d.published_capacity_bytes,
+        "waiting_on": list(d.waiting_on),
+        "ticket": d.ticket.to_json() if d.ticket is not None else None,
+    }
+    if d.ticket is not None:
+        effect = execute_rebuild(d.ticket)
+        entry["rebuild"] = effect.to_json()
+        tally.rebuild_service += effect.service_debit
+        tally.overhead += effect.recompute_overhead_tokens
+        rb, nx = d.ticket.rebuild, d.ticket.next_ordinary
+        spans = [[rb[0], rb[1], "rebuild"]] if rb[1] > rb[0] else []
+        tally.chart_rows.append({"label": case["case_id"], "spans": [*spans, [*nx, "decode"]]})
+    tally.cases[case["case_id"]] = entry
+
+
+def _metrics(data: Mapping[str, Any], tally: _Tally) -> dict[str, Any]:
+    return {
+        "fixture": data["fixture"],
+        "summary": tally.summary(),
+        "outcomes": dict(sorted(tally.outcomes.items())),
+        "telemetry": {
+            "intents_by_mode_and_reason": dict(sorted(tally.intents.items())),
+            "stale_receipts_by_field": dict(sorted(tally.stale_fields.items())),
+            "recompute_overhead_tokens": tally.overhead,
+            "semantic_service_tokens_during_rebuild": tally.rebuild_service,
+        },
+        "cases": tally.cases,
+        "scope": SCOPE_NOTE,
+        "evidence_class": EvidenceClass.SYNTHETIC.value,
+    }
+
+
 def evaluate(fixture: LoadedFixture) -> CheckResult:
     """Run the Loop 9 oracle on one fixture (InputError when it is unusable)."""
     _leaks(fixture)
@@ -85,56 +166,10 @@ def evaluate(fixture: LoadedFixture) -> CheckResult:
             "/claim",
             f"claim evidence_class {claim['evidence_class']!r}, scope {inflated}: {SCOPE_NOTE}",
         )
-
-    cases: dict[str, Any] = {}
-    outcomes: Counter[str] = Counter()
-    stale_fields: Counter[str] = Counter()
-    intents: Counter[str] = Counter()
-    stale_total = 0
-    rebuild_service = 0
-    overhead = 0
-    chart_rows: list[dict[str, Any]] = []
+    tally = _Tally()
     for i, case in enumerate(data["cases"]):
-        ptr = f"/cases/{i}"
-        snapshot = RequestSnapshot.from_json(case["request"])
-        intent = PreemptionIntent.from_json(case["intent"])
-        receipts = [Receipt.from_json(r) for r in case["receipts"]]
-        d = derive_resume(snapshot, intent, receipts, pointer=ptr)
-        for issue in check_case(d, case["declared"], pointer=ptr):
-            add(issue.code, issue.pointer, f"{case['case_id']}: {issue.message}")
-        outcomes[d.outcome.value] += 1
-        intents[f"{intent.mode.value}/{intent.reason}"] += 1
-        stale_total += len(d.stale)
-        for _, fields in d.stale:
-            stale_fields.update(fields)
-        entry: dict[str, Any] = {
-            "outcome": d.outcome.value,
-            "t_target": d.t_target,
-            "t_ready": d.t_ready,
-            "stale_receipts": [{"receipt_id": r, "differs_in": list(f)} for r, f in d.stale],
-            "wrong_owner_receipts": list(d.wrong_owner),
-            "published_capacity_bytes": d.published_capacity_bytes,
-            "waiting_on": list(d.waiting_on),
-            "ticket": d.ticket.to_json() if d.ticket is not None else None,
-        }
-        if d.ticket is not None:
-            effect = execute_rebuild(d.ticket)
-            entry["rebuild"] = effect.to_json()
-            rebuild_service += effect.service_debit
-            overhead += effect.recompute_overhead_tokens
-            rb, nx = d.ticket.rebuild, d.ticket.next_ordinary
-            spans = [[rb[0], rb[1], "rebuild"]] if rb[1] > rb[0] else []
-            chart_rows.append({"label": case["case_id"], "spans": [*spans, [*nx, "decode"]]})
-        cases[case["case_id"]] = entry
-
-    summary = {
-        "cases": len(cases),
-        "resumable": outcomes[Outcome.RESUMABLE.value],
-        "no_ticket": len(cases) - outcomes[Outcome.RESUMABLE.value],
-        "stale_receipts": stale_total,
-        "semantic_service_during_rebuild": rebuild_service,
-        "recompute_overhead_tokens": overhead,
-    }
+        _case(i, case, tally, add)
+    summary = tally.summary()
     for key, want in sorted((data.get("expect_summary") or {}).items()):
         if summary[key] != want:
             add(
@@ -142,35 +177,21 @@ def evaluate(fixture: LoadedFixture) -> CheckResult:
                 f"/expect_summary/{key}",
                 f"{key}: declared {want}, derived {summary[key]}",
             )
-    metrics = {
-        "fixture": data["fixture"],
-        "summary": summary,
-        "outcomes": dict(sorted(outcomes.items())),
-        "telemetry": {
-            "intents_by_mode_and_reason": dict(sorted(intents.items())),
-            "stale_receipts_by_field": dict(sorted(stale_fields.items())),
-            "recompute_overhead_tokens": overhead,
-            "semantic_service_tokens_during_rebuild": rebuild_service,
-        },
-        "cases": cases,
-        "scope": SCOPE_NOTE,
-        "evidence_class": EvidenceClass.SYNTHETIC.value,
-    }
     chart = {
         "type": "gantt",
         "title": "Resume tickets: rebuild [T_ready, T_target) then one ordinary decode row",
         "x_label": "token position",
-        "rows": chart_rows,
+        "rows": tally.chart_rows,
     }
     return CheckResult(
         check=NAME,
         subject=fixture.path,
         findings=tuple(findings),
-        metrics=metrics,
+        metrics=_metrics(data, tally),
         evidence_class=EvidenceClass.SYNTHETIC,
         reason=(
             f"{summary['resumable']} resumable, {summary['stale_receipts']} stale receipts,"
-            f" {rebuild_service} semantic service during rebuild"
+            f" {tally.rebuild_service} semantic service during rebuild"
         ),
-        charts=(chart,) if chart_rows else (),
+        charts=(chart,) if tally.chart_rows else (),
     )
