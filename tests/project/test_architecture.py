@@ -100,3 +100,12 @@ def test_nothing_imports_the_cli() -> None:
         if path.relative_to(PKG).parts[0] == "cli":
             continue
         assert "cli" not in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))), path
+
+
+def test_test_folders_mirror_the_package() -> None:
+    """Each folder of tests/ is named after the part of cbaudit it tests (or is `project`, for
+    the repository as a whole: README, wheel, hooks, this file)."""
+    tests = PKG.parent / "tests"
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    parts = {p.name for p in PKG.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    assert folders - parts == {"project"}

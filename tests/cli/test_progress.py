@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _gate_test_kinds import ALL
+from gate_test_kinds import ALL
 from repo_paths import EVIDENCE, M52
 
 from cbaudit.gate.runner import run_gate

@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _contract_paths import LOOP2
+from repo_paths import M52
 
 from cbaudit.checks.context import GateContext
 from cbaudit.checks.parse import run_entry
 from cbaudit.model import CheckResult, CheckStatus, InputError
 from cbaudit.oracles.contract_cases import NEGATIVE_CASE, PLAN_CASE, TRACE
+
+LOOP2 = M52 / "loop2"
 
 
 def run_plan_case(spec: dict[str, Any], ctx: GateContext) -> list[CheckResult]:

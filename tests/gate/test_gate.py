@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _gate_test_kinds import ALL
+from gate_test_kinds import ALL
 
 from cbaudit.gate.runner import run_gate
 from cbaudit.model import CheckStatus, ExitCode

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _gate_test_kinds import ALL
+from gate_test_kinds import ALL
 
 from cbaudit.gate.locations import repository_paths
 

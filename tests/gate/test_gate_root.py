@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _gate_test_kinds import ALL
+from gate_test_kinds import ALL
 
 from cbaudit.contract.cases import load_case
 from cbaudit.gate.runner import run_gate
