@@ -22,7 +22,7 @@ from tests.sim.helpers import BUNDLE
 COMPARE = BUNDLE / "compare"
 SPEC = COMPARE / "poisson.generator.yaml"
 ABC = BUNDLE / "loop3" / "abc.workload.yaml"
-TRACE_SPEC = Path(__file__).parent.parent / "sim_inputs" / "data" / "gen_trace_wrap.yaml"
+TRACE_SPEC = Path(__file__).parent / "data" / "gen_trace_wrap.yaml"
 
 
 def _replay(cli: Callable[..., Any], out: Path, workload: Path, *args: str) -> dict[str, Any]:
