@@ -24,6 +24,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,7 @@ class GateContext:
     # While a bundle loads: where a pointer of its manifest is (file, line, column).
     locate: Locator | None = field(default=None, compare=False)
 
-    @property
+    @cached_property
     def read_root(self) -> Path:
         """The folder no path a check reads may escape: the root if one is set, else the bundle."""
         return (self.root or self.bundle_root).resolve()
@@ -114,8 +115,8 @@ class GateContext:
         """Resolve a path relative to the declaring file; refuse escapes and absolute paths."""
         if not isinstance(rel, str) or not rel:
             raise self.error("GATE.PATH.INVALID", "expected a relative path", field)
-        target = (self.base_dir / rel).resolve()
-        if not self.contains(target):
+        target = Path(os.path.realpath(os.path.join(self.base_dir, rel)))
+        if not _inside(target, self.read_root):
             where = "the bundle directory" if self.root is None else "the bundle's root"
             raise self.error("GATE.PATH.ESCAPE", f"path {rel!r} escapes {where}", field)
         if Path(rel).is_absolute():
