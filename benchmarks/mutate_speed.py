@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from cbaudit.io import load_document  # noqa: E402 - after the path setup above
+from cbaudit.kinds import TARGETS  # noqa: E402
 from cbaudit.mutate.campaign import FixtureInput, run_campaign  # noqa: E402
 from cbaudit.mutate.registry import OPERATORS  # noqa: E402
 
@@ -34,7 +35,7 @@ def _rate(fixtures: list[FixtureInput], jobs: int, repeats: int) -> tuple[float,
     score = 0.0
     for _ in range(repeats):
         began = time.perf_counter()
-        result = run_campaign(fixtures, OPERATORS, seed=0, jobs=jobs)
+        result = run_campaign(fixtures, OPERATORS, targets=TARGETS, seed=0, jobs=jobs)
         best = min(best, time.perf_counter() - began)
         count = len(result.mutants)
         score = result.score or 0.0
@@ -54,7 +55,7 @@ def main() -> int:
     args = parser.parse_args()
     data = load_document(args.fixture).data
     fixtures = [FixtureInput(f"copy-{i}", data, "plan-case") for i in range(args.copies)]
-    run_campaign(fixtures[:1], OPERATORS)  # warm the schema validators
+    run_campaign(fixtures[:1], OPERATORS, targets=TARGETS)  # warm the schema validators
     out: dict[str, object] = {}
     for jobs in (1, 2):
         rate, count, score = _rate(fixtures, jobs, args.repeats)

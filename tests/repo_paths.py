@@ -19,7 +19,34 @@ CONFORMANCE = EVIDENCE / "vllm-v0.23.0-conformance"
 
 def loop_checks(*folders: str) -> list[Any]:
     """The M5.2 bundle's declared checks from the given loop folders, as the gate loads them."""
-    from cbaudit.gate.manifest import load_bundle
+    from cbaudit.checks.bundle import load_bundle
+    from cbaudit.kinds import KINDS
 
     roots = {(M52 / f).resolve() for f in folders}
-    return [s for s in load_bundle(M52).checks if s.base_dir.resolve() in roots]
+    return [s for s in load_bundle(M52, KINDS).checks if s.base_dir.resolve() in roots]
+
+
+def run_declared(check: Any) -> list[Any]:
+    """The results of one declared check, run as the gate runs it."""
+    from cbaudit.gate.runner import run_check
+    from cbaudit.kinds import KINDS
+
+    return list(run_check(check, KINDS).results)
+
+
+def declare(
+    entry: dict[str, Any], base_dir: Path, bundle_root: Path, manifest: str = "checks.yaml"
+) -> Any:
+    """One hand-written entry as a declared check of bundle `b` (parsed with the registry)."""
+    from cbaudit.checks.bundle import declare as declare_check
+    from cbaudit.kinds import KINDS
+
+    return declare_check(
+        entry,
+        bundle="b",
+        base_dir=base_dir,
+        manifest=manifest,
+        pointer="/checks/0",
+        bundle_root=bundle_root,
+        kinds=KINDS,
+    )

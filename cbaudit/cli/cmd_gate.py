@@ -79,11 +79,12 @@ def gate(
     if sarif is not None:
         atomic_write(sarif, render_sarif(report, level=sarif_level))
     if os.environ.get("GITHUB_ACTIONS") == "true":
+        from cbaudit.checks.bundle import discover, load_bundle
         from cbaudit.gate.locations import repository_paths
-        from cbaudit.gate.manifest import discover, load_bundle
+        from cbaudit.kinds import KINDS
         from cbaudit.report.github import step_summary, workflow_annotations
 
-        bundles = {load_bundle(b, permit=root).name: b for b in discover(dirs)}
+        bundles = {load_bundle(b, KINDS, permit=root).name: b for b in discover(dirs)}
         workspace = Path(os.environ.get("GITHUB_WORKSPACE") or ".")
         relpath = repository_paths(bundles, workspace)
         sys.stderr.write(workflow_annotations(report, relpath=relpath))

@@ -10,24 +10,18 @@ from pathlib import Path
 
 import typer
 
+from cbaudit.checks.bundle import BUNDLE_FILE, Bundle, load_bundle
 from cbaudit.cli.common import OutputOpt, QuietOpt, VerboseOpt, emit
 from cbaudit.cli.progress import progress_bar
 from cbaudit.io.atomic import atomic_write
+from cbaudit.kinds import KINDS, TARGETS
 from cbaudit.model import CheckResult, InputDigest, Location, Report, UsageError
 from cbaudit.model.progress import Progress
-from cbaudit.mutate.bundle import (
-    BUNDLE_FILE,
-    Bundle,
-    declared_negatives,
-    load_fixture_file,
-    read_bundle,
-    valid_fixtures,
-)
+from cbaudit.mutate.bundle import declared_negatives, load_fixture_file, valid_fixtures
 from cbaudit.mutate.campaign import FixtureInput, run_campaign
 from cbaudit.mutate.negatives import ARTICLE_FLOORS, declared_results, floor_results
 from cbaudit.mutate.registry import OPERATORS
 from cbaudit.mutate.reporting import campaign_result, stryker_report
-from cbaudit.mutate.targets import TARGETS
 
 
 class MutateFormat(StrEnum):
@@ -44,11 +38,10 @@ class MutateFormat(StrEnum):
 
 def _negative_outcomes(bundle: Bundle, ids: set[str]) -> dict[str, list[CheckResult]]:
     """Run the bundle's negative checks exactly as the gate does."""
-    from cbaudit.gate.manifest import load_bundle
     from cbaudit.gate.runner import run_check
 
-    specs = [s for s in load_bundle(bundle.root).checks if s.check_id in ids]
-    return {s.check_id: run_check(s) for s in specs}
+    specs = [s for s in bundle.checks if s.check_id in ids]
+    return {s.check_id: run_check(s, KINDS).results for s in specs}
 
 
 def _fixtures(path: Path, target: str | None) -> tuple[list[FixtureInput], Bundle | None]:
@@ -60,9 +53,9 @@ def _fixtures(path: Path, target: str | None) -> tuple[list[FixtureInput], Bundl
                 f"--target names the type of a single fixture file; {path} is a bundle"
                 " directory, whose checks say what each fixture is"
             )
-        bundle = read_bundle(path)  # LOAD.NOT_FOUND without its bundle.yaml
-        return valid_fixtures(bundle), bundle
-    return [load_fixture_file(path, str(path), target)], None  # LOAD.* when unreadable
+        bundle = load_bundle(path, KINDS)  # LOAD.NOT_FOUND without its bundle.yaml
+        return valid_fixtures(bundle, KINDS), bundle
+    return [load_fixture_file(path, str(path), TARGETS, target)], None  # LOAD.* when unreadable
 
 
 def build_report(
@@ -93,6 +86,7 @@ def build_report(
         campaign = run_campaign(
             fixtures,
             ops,
+            targets=TARGETS,
             seed=seed,
             jobs=jobs,
             limit=limit,
@@ -110,7 +104,9 @@ def build_report(
             }
         )
         if bundle is not None:
-            inputs += [InputDigest.of(f, display=os.path.normpath(f)) for f in bundle.files]
+            inputs += [
+                InputDigest.of(f, display=os.path.normpath(f)) for f in bundle.manifest_files
+            ]
             declared = declared_negatives(bundle)
             where = Location(file=str(path / BUNDLE_FILE))
             if negatives:

@@ -27,6 +27,7 @@ from cbaudit.contract.state_contract import check_state, check_workload
 from cbaudit.io.integers import float_integer_findings
 from cbaudit.io.json_strict import FloatWatch
 from cbaudit.io.loader import load_text
+from cbaudit.io.reads import note_read
 from cbaudit.io.schemas import validate, validator_for_many
 from cbaudit.model import (
     CheckResult,
@@ -200,6 +201,7 @@ def _open(path: Path | str, name: str, sink: _Collector) -> BinaryIO | None:
     elif p.is_dir():
         code, message = "LOAD.IS_DIRECTORY", "is a directory, expected a JSONL file"
     else:
+        note_read(p, name)  # the gate's read log (confined, then hashed into the report)
         try:
             return open(p, "rb")
         except OSError as err:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from cbaudit.gate.manifest import CheckSpec
+from cbaudit.checks.bundle import DeclaredCheck
 from cbaudit.model import CheckResult, Finding, Location
 
 
@@ -41,7 +41,7 @@ def _display(path: Path, cwd: Path) -> str:
 class Relocator:
     """Rewrites the file of each finding of one check (see the module docstring)."""
 
-    def __init__(self, spec: CheckSpec, cwd: Path | None = None) -> None:
+    def __init__(self, spec: DeclaredCheck, cwd: Path | None = None) -> None:
         self.cwd = (cwd or Path.cwd()).resolve()
         root = spec.bundle_root.resolve()
         repo = _repo_root(root)
@@ -75,7 +75,7 @@ class Relocator:
 
 
 def stamp(
-    spec: CheckSpec, results: Sequence[CheckResult], seconds: float, cwd: Path | None = None
+    spec: DeclaredCheck, results: Sequence[CheckResult], seconds: float, cwd: Path | None = None
 ) -> list[CheckResult]:
     """`results` with their declaration, their share of `seconds` and readable locations."""
     relocate = Relocator(spec, cwd)

@@ -27,6 +27,7 @@ from cbaudit.io.limits import (
     MAX_BYTES_ENV,
     resolve_max_bytes,
 )
+from cbaudit.io.reads import note_read
 from cbaudit.model import InputError, Location, UsageError
 from cbaudit.model.errors import file_error
 
@@ -162,6 +163,7 @@ def _too_large(
 
 def _open(path: Path, name: str) -> BinaryIO:
     _stat(path, name)
+    note_read(path, name)  # the gate's read log: confined, then hashed into the report
     try:
         return path.open("rb")
     except OSError as err:

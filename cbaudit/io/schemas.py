@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -112,7 +112,9 @@ def _own_validator(name: str) -> Callable[[Any], bool] | None:
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
-def _code_for(keyword: str) -> str:
+def schema_code(keyword: str) -> str:
+    """`SCHEMA.<KEYWORD>` for a JSON Schema keyword (`additionalProperties` ->
+    `SCHEMA.ADDITIONAL_PROPERTIES`)."""
     return "SCHEMA." + _CAMEL.sub("_", keyword).upper().replace("$", "")
 
 
@@ -144,6 +146,28 @@ def validator_for_many(name: str) -> Callable[[Any], bool]:
         check: Callable[[Any], bool] = fast.is_valid
         return check
     return lambda data: is_valid(data, name)
+
+
+def schema_errors(data: Any, schema: str | Mapping[str, Any]) -> list[Any]:
+    """`jsonschema`'s detailed errors of `data`, sorted by place (empty when it is valid).
+
+    `schema` is a shipped schema's name (a fast yes/no first) or a schema document that may
+    `$ref` the shipped schemas by their `$id`.
+    """
+    if isinstance(schema, str):
+        if is_valid(data, schema):
+            return []
+        validator = _detailed_validator(schema)
+    else:
+        from jsonschema import Draft202012Validator
+
+        # without an $id of its own, relative references resolve beside the shipped schemas
+        document = {"$id": SCHEMA_BASE + "inline.schema.json", **schema}
+        validator = Draft202012Validator(document, registry=_registry())
+    return sorted(
+        validator.iter_errors(data),
+        key=lambda e: ([str(p) for p in e.absolute_path], str(e.validator)),
+    )
 
 
 def validate(
@@ -187,5 +211,7 @@ def validate(
         message = err.message
         if len(message) > 300:
             message = message[:297] + "..."
-        findings.append(Finding(code=_code_for(str(err.validator)), message=message, location=loc))
+        findings.append(
+            Finding(code=schema_code(str(err.validator)), message=message, location=loc)
+        )
     return findings

@@ -33,12 +33,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from cbaudit.checks.interface import Target, Verdict
 from cbaudit.io.workers import worker_pool
 from cbaudit.model import Finding, InputError, Location
 from cbaudit.model.progress import Progress
 from cbaudit.mutate.operators import Operator, OperatorRegistry
 from cbaudit.mutate.patch import PatchError, apply_shared
-from cbaudit.mutate.targets import TARGETS, Verdict
 
 
 class MutantStatus(StrEnum):
@@ -208,6 +208,7 @@ def classify(
 def run_cell(
     fixture: FixtureInput,
     operator: Operator,
+    target: Target,
     *,
     seed: int,
     baseline: frozenset[str],
@@ -215,8 +216,8 @@ def run_cell(
     timeout_s: float,
     limit: int | None = None,
 ) -> list[MutantResult]:
-    """Generate and judge every mutant of one operator on one fixture."""
-    target = TARGETS[fixture.target]
+    """Generate and judge every mutant of one operator on one fixture (judged by `target`,
+    the fixture's type)."""
     rng = cell_random(seed, operator.name, fixture.name)
     out: list[MutantResult] = []
     try:
@@ -284,7 +285,9 @@ def _init_worker(
     fixtures: Sequence[FixtureInput],
     baselines: Mapping[str, frozenset[str]],
     originals: Mapping[str, str],
+    targets: Mapping[str, Target],
 ) -> None:
+    _WORKER["targets"] = targets
     _WORKER["fixtures"] = {f.name: f for f in fixtures}
     _WORKER["baselines"] = baselines
     _WORKER["originals"] = originals
@@ -300,6 +303,7 @@ def _run_cells(args: tuple[list[tuple[str, str]], int, float, int | None]) -> li
         out += run_cell(
             fixture,
             OPERATORS[op_name],
+            _WORKER["targets"][fixture.target],
             seed=seed,
             baseline=_WORKER["baselines"][fixture_name],
             original=_WORKER["originals"][fixture_name],
@@ -313,6 +317,7 @@ def run_campaign(
     fixtures: Sequence[FixtureInput],
     operators: OperatorRegistry | Sequence[Operator],
     *,
+    targets: Mapping[str, Target],
     seed: int = 0,
     jobs: int = 1,
     timeout_s: float = 10.0,
@@ -321,13 +326,15 @@ def run_campaign(
 ) -> CampaignResult:
     """Apply every operator to every fixture of its target and judge each mutant.
 
-    `progress` hears of each finished cell (fixture x operator), with the mutants judged so far.
+    `targets` (name -> `Target`) holds each fixture's target: `cbaudit.kinds.TARGETS`, or those
+    of the kinds the gate runs with. `progress` hears of each finished cell (fixture x
+    operator), with the mutants judged so far.
     """
     ops = list(operators.values()) if isinstance(operators, OperatorRegistry) else list(operators)
     baselines: dict[str, frozenset[str]] = {}
     originals: dict[str, str] = {}
     for fx in fixtures:
-        verdict = TARGETS[fx.target].evaluate(fx.data, fx.directory)
+        verdict = targets[fx.target].evaluate(fx.data, fx.directory)
         if verdict.unusable:
             raise _unusable(fx, verdict)
         baselines[fx.name] = verdict.codes
@@ -347,6 +354,7 @@ def run_campaign(
             part = run_cell(
                 fx_by_name[fx_name],
                 by_name[op_name],
+                targets[fx_by_name[fx_name].target],
                 seed=seed,
                 baseline=baselines[fx_name],
                 original=originals[fx_name],
@@ -359,7 +367,7 @@ def run_campaign(
         count = min(len(cells), jobs * 8)
         chunks = [cells[i::count] for i in range(count)]
         with worker_pool(
-            jobs, _init_worker, (list(_picklable(fixtures)), baselines, originals)
+            jobs, _init_worker, (list(_picklable(fixtures)), baselines, originals, dict(targets))
         ) as pool:
             futures = {
                 pool.submit(_run_cells, (c, seed, timeout_s, limit)): len(c) for c in chunks if c

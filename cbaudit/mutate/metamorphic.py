@@ -34,8 +34,8 @@ from typing import Any
 
 from cbaudit.model import CheckResult, EvidenceClass, Finding, Location
 from cbaudit.oracles.chunked_prefill import tri
+from cbaudit.oracles.fixture_oracle import run_fixture
 from cbaudit.oracles.fixtures import Fixture
-from cbaudit.oracles.registry import run_fixture
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.cost_unit import UnitCostModel
 from cbaudit.sim.engine import Engine, ReplayRun, StepCost, Validation

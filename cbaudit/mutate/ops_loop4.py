@@ -22,11 +22,11 @@ LOOP = "4"
 
 def _derived(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The PackedIteration the oracle derives from the (unpatched) fixture."""
-    from cbaudit.oracles.registry import ORACLES
+    from cbaudit.oracles.fixture_oracle import oracles
 
     clean = {k: v for k, v in data.items() if k != "packing_patch"}
     fixture = Fixture(clean, "<generator>", "", lambda p: Location(pointer=p))
-    packed = ORACLES[ORACLE](fixture).metrics.get("packed_iteration")
+    packed = oracles()[ORACLE](fixture).metrics.get("packed_iteration")
     return packed if isinstance(packed, Mapping) else None
 
 

@@ -149,7 +149,9 @@ def _assumption(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
     bound = _section(data, "vtc_bound")
     if bound is None:
         return
-    from cbaudit.sim.fairness import VTC_ASSUMPTIONS  # the oracle's own list, loaded on use
+    from cbaudit.oracles.fairness.accounting import (
+        VTC_ASSUMPTIONS,  # the oracle's own list, loaded on use
+    )
 
     stated = bound.get("assumptions") or {}
     for name in VTC_ASSUMPTIONS:

@@ -1,8 +1,8 @@
 """The conformance corpus: `vllm-v1` against vLLM v0.23.0's own decisions, case by case, and the
 rules it mirrors against their pin manifest.
 
-`run_corpus` is the check (a pure function of its inputs); `run_vllm_conformance` is the gate's
-thin adapter for kind `vllm_conformance`, whose spec is
+`run_corpus` is the check (a pure function of its inputs); `VLLM_CONFORMANCE` is check kind
+`vllm_conformance` (schemas/check-vllm-conformance.schema.json), whose entry is
 
     rules: pins/vllm-v0.23.0-scheduler-rules.yaml   # optional: bind the mirrored rules
     cases:                                          # one or more
@@ -11,7 +11,8 @@ thin adapter for kind `vllm_conformance`, whose spec is
         workload: corpus/NAME.workload.json         # a driver trace's workload only
         workload_sha256: <64 hex>
 
-paths relative to the declaring file, inside the bundle; any other key is refused. Each case
+paths relative to the declaring file, inside the bundle; any other key is refused by the
+schema. Each case
 is one result (PASSED when every step agrees under the default contract validation); a file
 whose sha256 is not the bound one is `CONFORM.BINDING.SHA256` and is not run; an unusable case
 is an ERROR result of its own, never an abort of the others. The rules result fails when a
@@ -22,12 +23,15 @@ marker no rule cites (`CONFORM.RULES.MARKER_UNUSED`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cbaudit.conform.core import ConformInput, conform
+from cbaudit.checks.context import GateContext
+from cbaudit.checks.interface import CheckKind
+from cbaudit.checks.spec import CheckSpec, converted
+from cbaudit.io.reads import open_input
 from cbaudit.model import (
     CbauditError,
     CheckResult,
@@ -37,10 +41,6 @@ from cbaudit.model import (
     InputError,
     Location,
 )
-from cbaudit.model.errors import file_error
-
-if TYPE_CHECKING:
-    from cbaudit.gate.context import GateContext
 
 KIND = "vllm_conformance"
 
@@ -58,11 +58,11 @@ class Case:
 
 
 def _sha256(path: Path, display: str) -> str:
-    try:
-        with path.open("rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
-    except OSError as err:
-        raise file_error(display, err) from None
+    digest = hashlib.sha256()
+    with open_input(path, display) as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def run_case(case: Case) -> CheckResult:
@@ -84,6 +84,8 @@ def run_case(case: Case) -> CheckResult:
                 )
         if drift:
             return CheckResult("conform", case.trace_display, tuple(drift))
+        from cbaudit.conform.core import ConformInput, conform
+
         result = conform(
             ConformInput(case.trace, case.workload, case.trace_display, case.workload_display)
         )
@@ -148,76 +150,74 @@ def run_corpus(
     return [replace(r, evidence_class=evidence) for r in out]
 
 
-# --------------------------------------------------------------------------- gate adapter
-
-_SPEC_KEYS = {"rules", "cases"}
-_GATE_KEYS = {"id", "kind", "title", "claim", "loop", "evidence_class", "timeout_s", "requires"}
-_CASE_KEYS = {"trace", "trace_sha256", "workload", "workload_sha256"}
+# --------------------------------------------------------------------------- check kind
 
 
-def _bad(ctx: GateContext, message: str, pointer: str) -> InputError:
-    return InputError(Finding("GATE.SPEC.FIELD", message, location=ctx.location(pointer)))
+@dataclass(frozen=True, slots=True)
+class CaseSpec:
+    """One entry of `cases:` (validated by schemas/check-vllm-conformance.schema.json)."""
+
+    trace: str
+    trace_sha256: str
+    workload: str | None = None
+    workload_sha256: str | None = None
 
 
-def _digest(value: Any, ctx: GateContext, pointer: str) -> str:
-    if not isinstance(value, str) or len(value) != 64 or value.strip("0123456789abcdef"):
-        raise _bad(ctx, "a sha256 is 64 lowercase hex digits", pointer)
-    return value
-
-
-def parse_cases(spec: Mapping[str, Any], ctx: GateContext) -> list[Case]:
-    """The spec's cases, strictly: unknown keys refused, every file bound by sha256."""
-    for key in spec:
-        if key not in _SPEC_KEYS and key not in _GATE_KEYS:
-            known = ", ".join(sorted(_SPEC_KEYS))
-            raise _bad(
-                ctx, f"unknown field {key!r} for kind {KIND} (its fields: {known})", f"/{key}"
-            )
-    raw = spec.get("cases")
-    if not isinstance(raw, list) or not raw:
-        raise _bad(ctx, "cases must be a non-empty list", "/cases")
-    cases = []
-    for i, item in enumerate(raw):
-        at = f"/cases/{i}"
-        if not isinstance(item, Mapping):
-            raise _bad(ctx, "a case is a mapping", at)
-        for key in item:
-            if key not in _CASE_KEYS:
-                known = ", ".join(sorted(_CASE_KEYS))
-                raise _bad(ctx, f"unknown case field {key!r} (known: {known})", f"{at}/{key}")
-        if "trace" not in item or "trace_sha256" not in item:
-            raise _bad(ctx, "a case needs trace and trace_sha256", at)
-        if ("workload" in item) != ("workload_sha256" in item):
-            raise _bad(ctx, "workload and workload_sha256 go together", at)
-        trace = ctx.resolve(item["trace"], field=f"cases/{i}/trace")
-        workload = (
-            ctx.resolve(item["workload"], field=f"cases/{i}/workload")
-            if "workload" in item
-            else None
+def _cases(value: Any) -> tuple[CaseSpec, ...]:
+    return tuple(
+        CaseSpec(
+            trace=str(c["trace"]),
+            trace_sha256=str(c["trace_sha256"]),
+            workload=c.get("workload"),
+            workload_sha256=c.get("workload_sha256"),
         )
+        for c in value
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConformanceSpec(CheckSpec):
+    """Fields of `vllm_conformance`."""
+
+    cases: tuple[CaseSpec, ...] = field(metadata=converted(_cases))
+    rules: str | None = None
+
+
+def parse_cases(spec: ConformanceSpec, ctx: GateContext) -> list[Case]:
+    """The spec's cases with their paths confined to the bundle (or its declared root)."""
+    cases = []
+    for i, item in enumerate(spec.cases):
+        trace = ctx.resolve(item.trace, field=f"cases/{i}/trace")
+        workload = None
+        if item.workload is not None:
+            workload = ctx.resolve(item.workload, field=f"cases/{i}/workload")
         cases.append(
             Case(
                 trace=trace,
-                trace_sha256=_digest(item["trace_sha256"], ctx, f"{at}/trace_sha256"),
+                trace_sha256=item.trace_sha256,
                 trace_display=ctx.display(trace),
                 workload=workload,
-                workload_sha256=_digest(item["workload_sha256"], ctx, f"{at}/workload_sha256")
-                if workload is not None
-                else None,
+                workload_sha256=item.workload_sha256 if workload is not None else None,
                 workload_display=ctx.display(workload) if workload is not None else None,
             )
         )
     return cases
 
 
-def run_vllm_conformance(spec: Mapping[str, Any], ctx: GateContext) -> list[CheckResult]:
-    """Gate kind `vllm_conformance` (see the module docstring)."""
-    from cbaudit.pins.gate_paths import spec_evidence_class
-
-    evidence = spec_evidence_class(dict(spec), ctx)
+def run_vllm_conformance(spec: ConformanceSpec, ctx: GateContext) -> list[CheckResult]:
+    """Kind `vllm_conformance` (see the module docstring)."""
     cases = parse_cases(spec, ctx)
     rules = None
-    if "rules" in spec:
-        path = ctx.resolve(spec["rules"], field="rules")
+    if spec.rules is not None:
+        path = ctx.resolve(spec.rules, field="rules")
         rules = (path, ctx.display(path))
-    return run_corpus(cases, rules=rules, evidence=evidence)
+    return run_corpus(cases, rules=rules, evidence=spec.evidence_class or EvidenceClass.DERIVED)
+
+
+VLLM_CONFORMANCE: CheckKind[ConformanceSpec] = CheckKind(
+    name=KIND,
+    spec_type=ConformanceSpec,
+    run=run_vllm_conformance,
+    summary="vllm-v1 against vLLM v0.23.0's recorded decisions, and its rules against their pin",
+    heavy=True,
+)

@@ -8,8 +8,11 @@ A fixture is a JSON or YAML mapping. A *negative* fixture may instead be
     why: one line
 
 so each negative case states only what it breaks. Findings about a patched fixture point at
-the negative file, with the pointer into the patched document. The resolving is shared with the
-simulator fixtures (`cbaudit.sim.fairness_fixture`) in `cbaudit.io.patched`.
+the negative file, with the pointer into the patched document.
+
+The Loop 8 and Loop 9 kinds load their fixtures the same way with their own codes
+(`load_loop_fixture`, `LoadedFixture`: `FIXTURE.BASE.*`, `FIXTURE.PATCH.INVALID`); the
+resolving is shared in `cbaudit.io.patched`.
 """
 
 from __future__ import annotations
@@ -90,4 +93,46 @@ def load_fixture(path: Path, *, display: str | None = None, root: Path | None = 
         expect_code=loaded.expect_code,
         directory=loaded.directory,
         root=top,
+    )
+
+
+# --- Loops 8 and 9 --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadedFixture:
+    """A Loop 8 or 9 fixture: data, display path, sha256, locator, the codes a negative declares."""
+
+    data: Mapping[str, Any]
+    path: str
+    sha256: str
+    locate: Locator
+    expect_code: tuple[str, ...] = ()
+
+
+def _codes(raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        return (raw,)
+    if isinstance(raw, list) and all(isinstance(c, str) for c in raw):
+        return tuple(raw)
+    return ()
+
+
+LOOP_CODES = PatchCodes(
+    escape="FIXTURE.BASE.ESCAPE",
+    nested="FIXTURE.BASE.NESTED",
+    invalid="FIXTURE.PATCH.INVALID",
+    nested_keys=("patch",),
+    nested_message="a base must be a plain fixture",
+)
+
+
+def load_loop_fixture(path: Path, *, display: str, root: Path) -> LoadedFixture:
+    """Load a Loop 8 or 9 fixture, resolving a `base` + `patch` negative (the base stays in
+    `root`)."""
+    loaded = load_patched(path, display=display, root=root, codes=LOOP_CODES)
+    return LoadedFixture(
+        loaded.data, loaded.path, loaded.sha256, loaded.locate, _codes(loaded.expect_code)
     )

@@ -63,7 +63,7 @@ from cbaudit.contract.records import (
 from cbaudit.contract.validator import validate_plan
 from cbaudit.io.jsonpatch import PatchError, apply_patch
 from cbaudit.io.schemas import validate
-from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError
+from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError, Location
 from cbaudit.oracles.fixtures import Fixture
 
 NAME = "selective-batching"
@@ -610,6 +610,51 @@ def _relocate(finding: Finding, fixture: Fixture) -> Finding:
     )
 
 
+def _executed(
+    reference: dict[str, list[Vector]],
+    packed_run: PackedRun,
+    metrics: dict[str, Any],
+    loc: Location,
+) -> list[Finding]:
+    """The packed path ran: compare it bitwise with the reference and look for rows that saw
+    another request's keys or keys after their own position (the metrics gain the evidence)."""
+    table, bad = _compare(reference, packed_run)
+    metrics["comparison"] = table
+    metrics["packed_equals_reference"] = not bad
+    metrics["cross_request_visible"] = list(packed_run.cross_visible)
+    metrics["future_visible"] = list(packed_run.future_visible)
+    metrics["scatter_collisions"] = list(packed_run.collisions)
+    findings = [
+        Finding(
+            "SELECTIVE.MISMATCH",
+            f"{key}: packed output is not bitwise equal to the per-request reference "
+            f"({table[key]['rows_scattered']} of {table[key]['rows']} rows scattered, "
+            f"max abs diff {table[key].get('max_abs_diff')})",
+            location=loc,
+        )
+        for key in bad
+    ]
+    findings += [
+        Finding(
+            "SELECTIVE.CROSS_REQUEST",
+            f"packed row {r} attended {count} key(s) of another request",
+            location=loc,
+        )
+        for r, count in enumerate(packed_run.cross_visible)
+        if count
+    ]
+    findings += [
+        Finding(
+            "SELECTIVE.FUTURE_VISIBLE",
+            f"packed row {r} attended {count} key(s) after its own position",
+            location=loc,
+        )
+        for r, count in enumerate(packed_run.future_visible)
+        if count
+    ]
+    return findings
+
+
 def run(fixture: Fixture) -> CheckResult:
     """Run the Loop 4 selective-batching oracle on `fixture`."""
     fixture.require_schema(FIXTURE_SCHEMA)
@@ -664,40 +709,7 @@ def run(fixture: Fixture) -> CheckResult:
             )
         )
     else:
-        table, bad = _compare(reference, packed_run)
-        metrics["comparison"] = table
-        metrics["packed_equals_reference"] = not bad
-        metrics["cross_request_visible"] = list(packed_run.cross_visible)
-        metrics["future_visible"] = list(packed_run.future_visible)
-        metrics["scatter_collisions"] = list(packed_run.collisions)
-        for key in bad:
-            findings.append(
-                Finding(
-                    "SELECTIVE.MISMATCH",
-                    f"{key}: packed output is not bitwise equal to the per-request reference "
-                    f"({table[key]['rows_scattered']} of {table[key]['rows']} rows scattered, "
-                    f"max abs diff {table[key].get('max_abs_diff')})",
-                    location=loc,
-                )
-            )
-        for r, count in enumerate(packed_run.cross_visible):
-            if count:
-                findings.append(
-                    Finding(
-                        "SELECTIVE.CROSS_REQUEST",
-                        f"packed row {r} attended {count} key(s) of another request",
-                        location=loc,
-                    )
-                )
-        for r, count in enumerate(packed_run.future_visible):
-            if count:
-                findings.append(
-                    Finding(
-                        "SELECTIVE.FUTURE_VISIBLE",
-                        f"packed row {r} attended {count} key(s) after its own position",
-                        location=loc,
-                    )
-                )
+        findings += _executed(reference, packed_run, metrics, loc)
     trace = _row0_trace(packed, packed_run)
     metrics["row0_trace"] = trace
     findings.extend(

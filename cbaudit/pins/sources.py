@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from cbaudit.io.reads import note_read
 from cbaudit.model import UsageError
 from cbaudit.pins.manifest import path_problem
 
@@ -88,6 +89,7 @@ class DirectorySource:
         if not current.is_file():
             what = "is not a regular file" if current.exists() else "does not exist"
             raise FileAbsent(f"{path} {what} under {self.root}")
+        note_read(current, f"{self.root}/{path}")
         return current.read_bytes()
 
 
@@ -120,6 +122,7 @@ class ArchiveSource:
     def open(cls, path: Path) -> ArchiveSource:
         if not path.is_file():
             raise UsageError(f"--source {path}: no such archive file")
+        note_read(path)
         try:
             names = _member_names(path)
         except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as err:

@@ -102,6 +102,17 @@ class ReservationPolicy:
         """Rows held when the forecast trajectory ends: p + max(G_hat, e) - 1."""
         return r.p + max(self.forecast(r), r.e) - 1
 
+    def budget_problem(self, budgets: Any) -> str | None:
+        """Why these budgets cannot run this policy (None when they can): a reservation needs
+        a ceiling, given as `ceiling_rows` or by a declared KV pool."""
+        pool = budgets.kv_block_size is not None and budgets.kv_total_blocks is not None
+        if self.ceiling is None and not pool:
+            return (
+                f"{self.policy_id} needs a reservation ceiling: set policy option ceiling_rows"
+                " or declare a KV pool (budgets kv_block_size and kv_total_blocks)"
+            )
+        return None
+
     def _ceilings(self, view: StateView) -> tuple[int, int]:
         hard = self.ceiling
         b = view.budgets

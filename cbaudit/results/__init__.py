@@ -11,5 +11,5 @@ Parts (one job each):
 * `sensitivity`: the one-control sensitivity oracle on the article's base fixture.
 * `closure`: the failure-closure registry, bound to prior artifacts by sha256.
 * `negative`: negative fixtures (one mutation each, a declared finding code).
-* `gate_kinds`: the gate check kinds built on the above.
+Its check kinds (Loop 11) are declared in `cbaudit.oracles.comparability`.
 """

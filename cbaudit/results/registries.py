@@ -446,7 +446,13 @@ def audit_registries(
     locate_contracts: Locator | None = None,
     locate_results: Locator | None = None,
 ) -> RegistryAudit:
-    """Schema and meaning of both registries, plus the pairwise comparability check."""
+    """Schema and meaning of both registries, plus the pairwise comparability check.
+
+    The meaning checks run after a schema failure too (they name what the schema cannot:
+    `RESULTS.CONTRACT.FIELD_MISSING` beside `SCHEMA.REQUIRED`), but they read the registries'
+    shape: where a shape the schema refused stops them (a list where a name belongs), the
+    schema findings are the whole audit and the summary is `{"valid": false}`.
+    """
     findings: list[Finding] = []
     findings += validate(contracts, "paper-contracts", file=contracts_file, locate=locate_contracts)
     findings += validate(
@@ -456,9 +462,14 @@ def audit_registries(
     r_sink = FindingSink(locate_results or plain_locator(results_file))
     c_data = _map(contracts)
     r_data = _map(results)
-    c_summary = _audit_contracts(c_data, c_sink)
-    sources = _map(c_data.get("sources"))
-    r_summary = _audit_results(r_data, sources, set(c_summary["contract_ids"]), r_sink)
+    try:
+        c_summary = _audit_contracts(c_data, c_sink)
+        sources = _map(c_data.get("sources"))
+        r_summary = _audit_results(r_data, sources, set(c_summary["contract_ids"]), r_sink)
+    except (TypeError, KeyError, AttributeError, ValueError):
+        if not findings:
+            raise  # a registry its schema accepts must never stop the audit: a defect here
+        return RegistryAudit(tuple(findings), {"valid": False})
     findings += c_sink.findings + r_sink.findings
     summary = {**c_summary, **r_summary}
     return RegistryAudit(tuple(findings), summary)

@@ -34,6 +34,25 @@ from cbaudit.model import Finding, FindingSink
 from cbaudit.model.findings import Locator, plain_locator, pointer_join
 
 MIB = 1 << 20
+#: The controls `ledger` reads: the online projection must list each (a policy sees them).
+LEDGER_CONTROLS = (
+    "prompt_tokens",
+    "chunk_tokens",
+    "ready_decodes",
+    "token_budget",
+    "sequence_budget",
+    "kv_row_bytes",
+    "reserved_rows",
+    "reservation_ceiling_rows",
+    "forecast_rows_per_request",
+    "priority_low",
+    "priority_high",
+    "aging_quantum",
+    "client_a_offered",
+    "client_b_offered",
+    "prefix_hit_tokens",
+    "foreign_ready",
+)
 
 
 @dataclass(frozen=True)
@@ -200,6 +219,14 @@ def _check_declarations(data: Mapping[str, Any], sink: FindingSink) -> None:
                 "RESULTS.SENSITIVITY.UNKNOWN_CONTROL",
                 f"no control {name!r}",
                 pointer_join("/online_projection", j),
+            )
+    listed = set(data["online_projection"])
+    for name in LEDGER_CONTROLS:
+        if name in controls and name not in listed and name not in hidden:
+            sink.add(
+                "RESULTS.SENSITIVITY.PROJECTION_INCOMPLETE",
+                f"the ledger reads control {name!r}, which the online projection does not list",
+                "/online_projection",
             )
     for axis, control in data["axes"].items():
         if control not in controls:

@@ -29,6 +29,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from cbaudit.io.reads import open_input
 from cbaudit.model import InputError
 
 
@@ -173,7 +174,7 @@ def trace_format(
     p = Path(path)
     if not p.is_file():
         raise InputError.at("TRACE.NOT_FOUND", "no such trace file", name)
-    with p.open("rb") as fh:
+    with open_input(p, name) as fh:
         return _header(next(_decoded(fh, name), ""), fmt, name)[0]
 
 
@@ -219,7 +220,7 @@ def iter_trace_rows(
     scale = Decimal(str(time_scale))
     if not scale > 0:
         raise InputError.at("TRACE.OPTION.RANGE", f"time_scale must be > 0, got {scale}", name)
-    with p.open("rb") as fh:
+    with open_input(p, name) as fh:
         lines = _decoded(fh, name)
         chosen, header = _header(next(lines, ""), fmt, name)
         rows = _RowReader(name, chosen, header)
@@ -323,7 +324,7 @@ def read_int_column(path: str | Path, column: str, *, display: str | None = None
     if not p.is_file():
         raise InputError.at("TRACE.NOT_FOUND", "no such trace file", name)
     out: list[int] = []
-    with p.open("rb") as fh:
+    with open_input(p, name) as fh:
         reader = csv.reader(_decoded(fh, name))
         header = [h.strip() for h in next(reader, [])]
         if column not in header:

@@ -198,6 +198,10 @@ def run(
     if options.budgets:
         workload = workload.with_budgets(options.budgets)
     policy = make_policy(options.policy, policy_options, file=source)
+    problem = getattr(policy, "budget_problem", None)
+    why = problem(workload.budgets) if problem is not None else None
+    if why is not None:
+        raise InputError.at("REPLAY.POLICY.OPTION", why, source, pointer="/budgets")
     cost = make_cost_model(options.cost_model, options.cost_options, file=source, base_dir=base_dir)
     evidence = getattr(cost, "evidence_class", EvidenceClass.SYNTHETIC)
     from cbaudit.sim.preemption_swap import make_preemption

@@ -33,7 +33,6 @@ from typing import Any
 from cbaudit.io.loader import Document, load_document
 from cbaudit.io.schemas import list_schemas, validate
 from cbaudit.model import (
-    CheckResult,
     EvidenceClass,
     Finding,
     InputDigest,
@@ -425,58 +424,3 @@ def replay_report(
         results += step_results(run.extra.get("steps", []), evidence)
     report = Report.build("replay", results, inputs=source.digests(), summary=summary)
     return report, evidence
-
-
-# --- gate kind -----------------------------------------------------------------------------
-
-CHECK_NAME = "replay-report"
-
-
-def run_replay_report(spec: Mapping[str, Any], ctx: Any) -> list[CheckResult]:
-    """Gate kind `replay_report`: the JSON report `cbaudit replay -f json` gives, kept on file.
-
-    Fields: `workload` (manifest or generator spec, relative to the declaring file; also the
-    path the report shows), `policy`, `options` (as the `replay` kind; `seed` draws a generator
-    spec), `report` (the checked-in report, compared canonically; `gate --update` rewrites it),
-    optional `samples` (default true). Running `cbaudit replay WORKLOAD ... -f json` from the
-    declaring file's directory gives the same report.
-    """
-    from cbaudit.sim.gate_kinds import options_from_spec
-
-    check_id = str(spec.get("id", CHECK_NAME))
-    for name in ("workload", "report"):
-        if not isinstance(spec.get(name), str) or not spec[name]:
-            raise InputError.at(
-                "REPLAY.SPEC.INVALID",
-                f"{name} must be a relative path",
-                ctx.manifest,
-                pointer=f"{ctx.pointer}/{name}",
-            )
-    with_samples = spec.get("samples", True)
-    if not isinstance(with_samples, bool):
-        raise InputError.at(
-            "REPLAY.SPEC.INVALID",
-            "samples must be true or false",
-            ctx.manifest,
-            pointer=f"{ctx.pointer}/samples",
-        )
-    path = ctx.resolve(spec["workload"], field="workload")
-    options = options_from_spec(spec, ctx)
-    workload, source = load_replay_workload(path, seed=options.seed, display=spec["workload"])
-    report, evidence = replay_report(
-        workload, source, options, samples=with_samples, base_dir=ctx.base_dir
-    )
-    [result] = report.results
-    findings = [*result.findings, *ctx.expect_json(spec["report"], report.to_dict(), check_id)]
-    counts = {k: len(v) for k, v in result.metrics.get("samples", {}).items()}
-    return [
-        CheckResult(
-            check=CHECK_NAME,
-            subject=check_id,
-            findings=tuple(findings),
-            metrics={"coordinates": report.summary["coordinates"], "sample_counts": counts},
-            evidence_class=evidence,
-            reason=f"{result.reason}; samples {counts}",
-            artifacts={"report": str(spec["report"])},
-        )
-    ]

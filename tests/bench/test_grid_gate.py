@@ -10,11 +10,17 @@ from typing import Any
 import pytest
 from repo_paths import EVIDENCE
 
-from cbaudit.bench.gate_kinds import run_bench_attached
 from cbaudit.bench.grid import grid_from_bytes, load_grid
 from cbaudit.bench.summary import summarize_results
-from cbaudit.gate.context import GateContext
-from cbaudit.model import CheckStatus, EvidenceClass, InputError
+from cbaudit.checks.context import GateContext
+from cbaudit.checks.parse import run_entry
+from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, InputError
+from cbaudit.oracles.bench_results import BENCH_RESULTS
+
+
+def run_bench_attached(spec: dict[str, Any], ctx: GateContext) -> list[CheckResult]:
+    return run_entry(BENCH_RESULTS, spec, ctx)
+
 
 BENCH_EVIDENCE = EVIDENCE / "m5-2-continuous-batching" / "bench"
 
@@ -79,7 +85,7 @@ def test_gpu_claims_without_gpu_results_are_not_run() -> None:
 
 
 def test_gate_kind_failures_and_bad_specs(tmp_path: Path, tiny_data: dict[str, Any]) -> None:
-    """A failed point fails the check with its code; bad fields are BENCH.GATE.SPEC."""
+    """A failed point fails the check with its code; bad fields are refused by the schema."""
     p = tiny_data["points"][0]
     p.update(status="failed_correctness", median_ms=None, evidence_class=None, stats=None)
     p["correctness"].update(passed=False, code="BENCH.CORRECTNESS.MISMATCH")
@@ -90,10 +96,14 @@ def test_gate_kind_failures_and_bad_specs(tmp_path: Path, tiny_data: dict[str, A
     assert [f.code for f in res.findings] == ["BENCH.CORRECTNESS.MISMATCH"]
     (res,) = run_bench_attached(_spec(min_ok_points=99), ctx)
     assert "BENCH.GATE.TOO_FEW_POINTS" in [f.code for f in res.findings]
-    for bad in (_spec(require_measured_gpu="yes"), _spec(color=1), _spec(results=3)):
+    for bad, code in (
+        (_spec(require_measured_gpu="yes"), "GATE.SPEC.INVALID"),
+        (_spec(color=1), "GATE.SPEC.UNKNOWN_FIELD"),
+        (_spec(results=3), "GATE.SPEC.INVALID"),
+    ):
         with pytest.raises(InputError) as err:
             run_bench_attached(bad, ctx)
-        assert err.value.findings[0].code == "BENCH.GATE.SPEC"
+        assert err.value.findings[0].code == code
     with pytest.raises(InputError) as err:
         run_bench_attached(_spec(results="../x.json"), _ctx(tmp_path / "sub", tmp_path / "sub"))
     assert err.value.findings[0].code == "GATE.PATH.ESCAPE"

@@ -81,22 +81,32 @@ def _with_case(tmp_path: Path, edit: Any) -> Path:
 
 
 @pytest.mark.parametrize(
-    "edit",
+    ("edit", "code"),
     [
-        lambda c, r: c.update(expect="everything"),
-        lambda c, r: c["cases"][0].update(note="x"),
-        lambda c, r: c["cases"][0].pop("trace_sha256"),
-        lambda c, r: c["cases"][0].pop("workload_sha256"),
-        lambda c, r: c["cases"][0].update(trace_sha256="abc"),
-        lambda c, r: c.update(cases=[]),
+        (lambda c, r: c.update(expect="everything"), "GATE.SPEC.UNKNOWN_FIELD"),
+        (lambda c, r: c["cases"][0].update(note="x"), "GATE.SPEC.UNKNOWN_FIELD"),
+        (lambda c, r: c["cases"][0].pop("trace_sha256"), "GATE.SPEC.MISSING_FIELD"),
+        (lambda c, r: c["cases"][0].pop("workload_sha256"), "GATE.SPEC.MISSING_FIELD"),
+        (lambda c, r: c["cases"][0].update(trace_sha256="abc"), "GATE.SPEC.INVALID"),
+        (lambda c, r: c.update(cases=[]), "GATE.SPEC.INVALID"),
+        (lambda c, r: c["cases"][0].update(trace="../../outside.jsonl"), "GATE.PATH.ESCAPE"),
     ],
-    ids=["unknown-field", "unknown-case-field", "unbound-trace", "half-bound", "bad-sha", "empty"],
+    ids=[
+        "unknown-field",
+        "unknown-case-field",
+        "unbound-trace",
+        "half-bound",
+        "bad-sha",
+        "empty",
+        "escape",
+    ],
 )
-def test_the_spec_is_strict(tmp_path: Path, edit: Any) -> None:
-    """Anything the kind does not know, or a file not bound by sha256, is unusable (exit 2)."""
+def test_the_spec_is_strict(tmp_path: Path, edit: Any, code: str) -> None:
+    """Anything the kind does not know, a file not bound by sha256 or a path out of the bundle
+    is unusable (exit 2), located by its own code."""
     report = _run(_with_case(tmp_path, edit))
     assert report.exit_code == 2
-    assert {f.code for r in report.results for f in r.findings} == {"GATE.SPEC.FIELD"}
+    assert {f.code for r in report.results for f in r.findings} == {code}
 
 
 def test_a_changed_file_is_not_run(tmp_path: Path) -> None:

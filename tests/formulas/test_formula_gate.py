@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from _formula_docs import registry_data, write_article, write_registry
 from repo_paths import EVIDENCE, SHARED
 
-from cbaudit.formulas.gate_kinds import run_formula_audit
-from cbaudit.gate.context import GateContext
-from cbaudit.model import CheckStatus, EvidenceClass, InputError
+from cbaudit.checks.context import GateContext
+from cbaudit.checks.parse import run_entry
+from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, InputError
+from cbaudit.oracles.binding import FORMULA_AUDIT
+
+
+def run_formula_audit(spec: dict[str, Any], ctx: GateContext) -> list[CheckResult]:
+    return run_entry(FORMULA_AUDIT, spec, ctx)
+
 
 CHECKS = EVIDENCE / "m5-2-continuous-batching" / "pins" / "checks.yaml"
 
@@ -68,10 +75,10 @@ def test_article_from_variable_detects_drift(bundle: Path, tmp_path: Path, monke
 
 
 def test_missing_registry_field_raises(bundle: Path) -> None:
-    """A spec without a registry is unusable (GATE.SPEC.FIELD)."""
+    """A spec without a registry is unusable (GATE.SPEC.MISSING_FIELD)."""
     with pytest.raises(InputError) as err:
         run_formula_audit({"id": "f"}, _ctx(bundle))
-    assert err.value.findings[0].code == "GATE.SPEC.FIELD"
+    assert err.value.findings[0].code == "GATE.SPEC.MISSING_FIELD"
 
 
 def test_bundle_checks_file(monkeypatch) -> None:

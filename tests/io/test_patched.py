@@ -13,7 +13,7 @@ from cbaudit.io.loader import Document
 from cbaudit.io.patched import PatchCodes, load_patched
 from cbaudit.model import Finding, InputError
 from cbaudit.oracles.fixtures import CODES as ORACLE_CODES
-from cbaudit.sim.fairness_fixture import CODES as SIM_CODES
+from cbaudit.oracles.fixtures import LOOP_CODES as SIM_CODES
 
 FAMILIES = pytest.mark.parametrize(
     ("codes", "escape", "nested", "invalid"),

@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 from _mutate_paths import LOOP2_VALID, LOOP4, LOOP5, LOOP6
 
+from cbaudit.checks.interface import Verdict
+from cbaudit.checks.targets import schema_codes
 from cbaudit.io import load_document
 from cbaudit.io.schemas import validate
+from cbaudit.kinds import TARGETS
 from cbaudit.model import CheckStatus, Severity
 from cbaudit.mutate.campaign import (
     CampaignResult,
@@ -23,12 +26,12 @@ from cbaudit.mutate.campaign import (
 from cbaudit.mutate.operators import Edit, Operator, remove, replace
 from cbaudit.mutate.registry import OPERATORS
 from cbaudit.mutate.reporting import campaign_result, stryker_report
-from cbaudit.mutate.targets import Verdict, detect, schema_codes
+from cbaudit.mutate.targets import detect
 
 
 def _fixture(path: Any, name: str | None = None) -> FixtureInput:
     doc = load_document(path)
-    target = detect(doc.data)
+    target = detect(doc.data, TARGETS)
     assert target is not None
     return FixtureInput(name or path.name, doc.data, target.name, doc.text, doc.locate)
 
@@ -49,7 +52,7 @@ def _op(name: str, expect: str, edits: list[Edit]) -> Operator:
 @pytest.fixture(scope="module")
 def loop2_campaign() -> CampaignResult:
     """The full registry on the Loop 2 iteration-5 case."""
-    return run_campaign([LOOP2], OPERATORS, seed=0)
+    return run_campaign([LOOP2], OPERATORS, targets=TARGETS, seed=0)
 
 
 def test_loop2_every_mutant_detected(loop2_campaign: CampaignResult) -> None:
@@ -78,7 +81,7 @@ def test_each_loop2_operator_kills_with_its_code(
 @pytest.mark.parametrize("path", [LOOP4, LOOP5, LOOP6], ids=lambda p: p.parent.name)
 def test_oracle_loops_every_mutant_killed_as_declared(path: Any) -> None:
     """Loop 4, 5 and 6 operators are all killed with their declared codes."""
-    result = run_campaign([_fixture(path)], OPERATORS, seed=3)
+    result = run_campaign([_fixture(path)], OPERATORS, targets=TARGETS, seed=3)
     assert result.mutants
     bad = [m.to_dict() for m in result.mutants if m.status is not MutantStatus.KILLED]
     assert bad == []
@@ -87,7 +90,7 @@ def test_oracle_loops_every_mutant_killed_as_declared(path: Any) -> None:
 def test_survivor_is_reported_with_its_patch() -> None:
     """A mutant the oracle accepts survives; the result fails and prints the patch."""
     op = _op("test.weak", "PLAN.PHASE.FORGED", [((replace("/description", "x"),), "cosmetic")])
-    result = run_campaign([LOOP2], [op])
+    result = run_campaign([LOOP2], [op], targets=TARGETS)
     assert [m.status for m in result.mutants] == [MutantStatus.SURVIVED]
     check = campaign_result(result, [LOOP2], subject="t")
     assert check.outcome is CheckStatus.FAILED
@@ -103,7 +106,9 @@ def test_equivalent_mutant_is_excluded_from_the_score() -> None:
     """A patch that leaves the canonical form unchanged is equivalent, not valid."""
     same = [((replace("/plan/decision_id", 5),), "no-op")]
     real = [((replace("/plan/decision_id", 6),), "real")]
-    result = run_campaign([LOOP2], [_op("test.eq", "PLAN.DECISION.MISMATCH", same + real)])
+    result = run_campaign(
+        [LOOP2], [_op("test.eq", "PLAN.DECISION.MISMATCH", same + real)], targets=TARGETS
+    )
     assert [m.status for m in result.mutants] == [MutantStatus.EQUIVALENT, MutantStatus.KILLED]
     assert (result.valid, result.detected, result.score) == (1, 1, 100.0)
 
@@ -111,7 +116,7 @@ def test_equivalent_mutant_is_excluded_from_the_score() -> None:
 def test_unappliable_patch_is_an_oracle_error() -> None:
     """A patch that does not apply is an oracle error (never a crash), and fails the check."""
     op = _op("test.broken", "PLAN.DECISION.MISMATCH", [((remove("/plan/nope"),), "broken")])
-    result = run_campaign([LOOP2], [op])
+    result = run_campaign([LOOP2], [op], targets=TARGETS)
     [mutant] = result.mutants
     assert mutant.status is MutantStatus.ORACLE_ERROR and "does not apply" in mutant.detail
     codes = {f.code for f in campaign_result(result, [LOOP2], subject="t").findings}
@@ -126,14 +131,14 @@ def test_generator_crash_is_an_oracle_error() -> None:
         yield  # pragma: no cover
 
     op = Operator("test.boom", "2", "plan-case", "t", "/", "t", "PLAN.DECISION.MISMATCH", boom)
-    [mutant] = run_campaign([LOOP2], [op]).mutants
+    [mutant] = run_campaign([LOOP2], [op], targets=TARGETS).mutants
     assert mutant.status is MutantStatus.ORACLE_ERROR and "KeyError" in mutant.detail
 
 
 def test_schema_rejection_of_a_semantic_operator() -> None:
     """Breaking the shape when a contract code was expected is killed_by_schema."""
     op = _op("test.shape", "PLAN.INTERVAL.EMPTY", [((remove("/plan/selected"),), "no selection")])
-    [mutant] = run_campaign([LOOP2], [op]).mutants
+    [mutant] = run_campaign([LOOP2], [op], targets=TARGETS).mutants
     assert mutant.status is MutantStatus.KILLED_BY_SCHEMA
     assert "SCHEMA.REQUIRED" in mutant.codes
 
@@ -160,7 +165,7 @@ def test_score_below_break_fails() -> None:
     """A survivor below --break gives MUTATE.SCORE.BELOW_BREAK; survivors can be warnings."""
     weak = _op("test.weak", "PLAN.PHASE.FORGED", [((replace("/description", "x"),), "cosmetic")])
     strong = OPERATORS["plan.decision.bump"]
-    result = run_campaign([LOOP2], [weak, strong])
+    result = run_campaign([LOOP2], [weak, strong], targets=TARGETS)
     assert result.score == 50.0
     lenient = campaign_result(result, [LOOP2], subject="t", min_score=40, survivors_fail=False)
     assert lenient.outcome is CheckStatus.PASSED
@@ -174,22 +179,19 @@ def test_score_below_break_fails() -> None:
 
 def test_same_seed_same_campaign_and_jobs_do_not_matter(loop2_campaign: CampaignResult) -> None:
     """A seed fixes every mutant; two worker processes give the identical campaign."""
-    again = run_campaign([LOOP2], OPERATORS, seed=0, jobs=2)
+    again = run_campaign([LOOP2], OPERATORS, targets=TARGETS, seed=0, jobs=2)
     assert [m.to_dict() for m in again.mutants] == [m.to_dict() for m in loop2_campaign.mutants]
-    other = run_campaign(
-        [LOOP2], OPERATORS.select(["plan.positions.forge", "plan.tie-break.forge"]), seed=11
-    )
-    same = run_campaign(
-        [LOOP2], OPERATORS.select(["plan.positions.forge", "plan.tie-break.forge"]), seed=0
-    )
+    forge = OPERATORS.select(["plan.positions.forge", "plan.tie-break.forge"])
+    other = run_campaign([LOOP2], forge, targets=TARGETS, seed=11)
+    same = run_campaign([LOOP2], forge, targets=TARGETS, seed=0)
     assert [m.patch for m in other.mutants] != [m.patch for m in same.mutants]
 
 
 def test_limit_samples_mutants_deterministically() -> None:
     """--limit keeps a seeded sample of each cell, the same for the same seed."""
     ops = OPERATORS.select(["leak.hidden-truth"])
-    one = run_campaign([LOOP2], ops, seed=5, limit=2)
-    two = run_campaign([LOOP2], ops, seed=5, limit=2)
+    one = run_campaign([LOOP2], ops, targets=TARGETS, seed=5, limit=2)
+    two = run_campaign([LOOP2], ops, targets=TARGETS, seed=5, limit=2)
     assert len(one.mutants) == 2
     assert [m.patch for m in one.mutants] == [m.patch for m in two.mutants]
 
@@ -220,7 +222,7 @@ def test_stryker_report_fits_the_public_shape(loop2_campaign: CampaignResult) ->
 
 def test_fast_schema_codes_agree_with_the_detailed_validator() -> None:
     """The jsonschema-rs codes used for speed are the detailed validator's codes."""
-    result = run_campaign([LOOP2], OPERATORS.select(["schema.required.drop"]))
+    result = run_campaign([LOOP2], OPERATORS.select(["schema.required.drop"]), targets=TARGETS)
     from cbaudit.mutate.patch import apply_shared
 
     for m in result.mutants:
@@ -231,7 +233,9 @@ def test_fast_schema_codes_agree_with_the_detailed_validator() -> None:
 
 def test_timeout_is_detected_but_reported() -> None:
     """A call slower than the per-mutant limit is a timeout: detected, and a warning finding."""
-    result = run_campaign([LOOP2], OPERATORS.select(["plan.decision.bump"]), timeout_s=0.0)
+    result = run_campaign(
+        [LOOP2], OPERATORS.select(["plan.decision.bump"]), targets=TARGETS, timeout_s=0.0
+    )
     assert [m.status for m in result.mutants] == [MutantStatus.TIMEOUT]
     assert result.score == 100.0
     check = campaign_result(result, [LOOP2], subject="t")

@@ -17,12 +17,13 @@ from _mutate_paths import (
     RESULTS,
 )
 
+from cbaudit.checks.bundle import load_bundle
 from cbaudit.io import load_document
-from cbaudit.mutate.bundle import load_fixture_file, read_bundle, valid_fixtures
+from cbaudit.kinds import KINDS, TARGETS
+from cbaudit.mutate.bundle import load_fixture_file, valid_fixtures
 from cbaudit.mutate.campaign import FixtureInput, MutantStatus, canonical, run_campaign, run_cell
 from cbaudit.mutate.patch import apply_shared
 from cbaudit.mutate.registry import OPERATORS
-from cbaudit.mutate.targets import TARGETS
 
 PATHS = {
     "oracle:slo-overload": LOOP7,
@@ -42,7 +43,7 @@ _FIXTURES: dict[str, FixtureInput] = {}
 def _fixture(target: str) -> FixtureInput:
     if target not in _FIXTURES:
         path = PATHS[target]
-        _FIXTURES[target] = load_fixture_file(path, path.name)
+        _FIXTURES[target] = load_fixture_file(path, path.name, TARGETS)
     return _FIXTURES[target]
 
 
@@ -60,7 +61,13 @@ def test_operator_kills_with_its_code(name: str) -> None:
     op = OPERATORS[name]
     fx = _fixture(op.target)
     mutants = run_cell(
-        fx, op, seed=0, baseline=frozenset(), original=canonical(fx.data), timeout_s=60.0
+        fx,
+        op,
+        TARGETS[fx.target],
+        seed=0,
+        baseline=frozenset(),
+        original=canonical(fx.data),
+        timeout_s=60.0,
     )
     assert mutants, f"{name} generates nothing"
     assert [(m.description, m.status) for m in mutants if m.status is not MutantStatus.KILLED] == []
@@ -76,7 +83,13 @@ def test_seeded_choices_still_kill(name: str, seed: int) -> None:
     op = OPERATORS[name]
     fx = _fixture(op.target)
     mutants = run_cell(
-        fx, op, seed=seed, baseline=frozenset(), original=canonical(fx.data), timeout_s=60.0
+        fx,
+        op,
+        TARGETS[fx.target],
+        seed=seed,
+        baseline=frozenset(),
+        original=canonical(fx.data),
+        timeout_s=60.0,
     )
     assert mutants and {m.status for m in mutants} == {MutantStatus.KILLED}
 
@@ -120,7 +133,7 @@ def test_loop10_needs_the_fixture_directory() -> None:
 
 def test_bundle_offers_the_new_fixtures() -> None:
     """The bundle's valid fixtures include Loops 7-11 (never a patched negative)."""
-    found = {f.name: f.target for f in valid_fixtures(read_bundle(BUNDLE))}
+    found = {f.name: f.target for f in valid_fixtures(load_bundle(BUNDLE, KINDS), KINDS)}
     assert {
         "loop7/slo_overload.yaml": "oracle:slo-overload",
         "loop8/fairness_starvation.yaml": "oracle:fairness-starvation",
@@ -138,7 +151,7 @@ def test_worker_processes_keep_the_fixture_directory() -> None:
     """With --jobs 2 the Loop 10 and closure targets still find their files; same results."""
     fixtures = [_fixture("oracle:runtime-policy"), _fixture("results:closure")]
     ops = OPERATORS.select(["runtime.pin", "closure"])
-    one = run_campaign(fixtures, ops, seed=5)
-    two = run_campaign(fixtures, ops, seed=5, jobs=2)
+    one = run_campaign(fixtures, ops, targets=TARGETS, seed=5)
+    two = run_campaign(fixtures, ops, targets=TARGETS, seed=5, jobs=2)
     assert one.score == 100.0 and one.errors() == []
     assert [m.to_dict() for m in one.mutants] == [m.to_dict() for m in two.mutants]

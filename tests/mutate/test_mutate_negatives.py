@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _mutate_paths import BUNDLE
 
+from cbaudit.checks.bundle import load_bundle
+from cbaudit.kinds import KINDS
 from cbaudit.model import InputError, Location
-from cbaudit.mutate.bundle import declared_negatives, loop_label, read_bundle, valid_fixtures
+from cbaudit.mutate.bundle import declared_negatives, loop_label, valid_fixtures
 from cbaudit.mutate.negatives import (
     ARTICLE_FLOORS,
     LOOP2_CLASSES,
@@ -18,6 +21,12 @@ from cbaudit.mutate.negatives import (
     floor_results,
     parse_floors,
 )
+
+
+def read_bundle(root: Path) -> Any:
+    """The bundle as the gate loads it (every entry parsed with the registry)."""
+    return load_bundle(root, KINDS)
+
 
 WHERE = Location(file="bundle.yaml")
 
@@ -54,7 +63,7 @@ def test_real_bundle_loop2_covers_every_article_class() -> None:
 
 def test_real_bundle_valid_fixtures() -> None:
     """The bundle's valid fixtures are the plain positives, never a patched negative."""
-    names = [f.name for f in valid_fixtures(read_bundle(BUNDLE))]
+    names = [f.name for f in valid_fixtures(read_bundle(BUNDLE), KINDS)]
     assert "loop2/valid.case.json" in names and "loop6/chunked_prefill.yaml" in names
     assert not any("negative" in n for n in names)
 
@@ -118,8 +127,8 @@ def test_floors_parse() -> None:
 
 
 def test_escaping_path_is_refused(tmp_path: Path) -> None:
-    """A declared fixture outside the bundle is MUTATE.BUNDLE.PATH."""
+    """A declared fixture outside the bundle is GATE.PATH.ESCAPE."""
     root = _bundle(tmp_path, [{"id": "n", "kind": "negative_case", "case": "../../x.json"}])
     with pytest.raises(InputError) as err:
         declared_negatives(read_bundle(root))
-    assert err.value.findings[0].code == "MUTATE.BUNDLE.PATH"
+    assert err.value.findings[0].code == "GATE.PATH.ESCAPE"

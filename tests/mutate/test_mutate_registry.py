@@ -27,6 +27,7 @@ from cbaudit.contract.codes import CODES
 from cbaudit.contract.packing import PACK_CODES
 from cbaudit.contract.preemption import CODES as PREEMPTION_CODES
 from cbaudit.io import load_document
+from cbaudit.kinds import TARGETS
 from cbaudit.mutate import (
     ops_loop2,
     ops_loop4,
@@ -41,10 +42,10 @@ from cbaudit.mutate import (
 )
 from cbaudit.mutate.operators import Operator, OperatorRegistry
 from cbaudit.mutate.registry import OPERATORS
-from cbaudit.mutate.targets import TARGETS, detect
-from cbaudit.oracles import chunked_prefill, selective_batching
+from cbaudit.mutate.targets import detect
+from cbaudit.oracles import admission, chunked_prefill, selective_batching, slo_oracle
+from cbaudit.oracles.fairness import oracle as fairness_oracle
 from cbaudit.oracles.runtime_codes import CODES as RUNTIME_CODES
-from cbaudit.sim import admission, fairness_oracle, slo_oracle
 
 #: The Loop 11 audits list their codes in their module docstrings and messages.
 LOOP11_CODES = {
@@ -160,7 +161,7 @@ def test_operator_applies_to_its_loop_fixture(name: str) -> None:
 def test_targets_recognise_their_fixtures(path: Path, target: str) -> None:
     """detect() names the target of each loop's valid fixture; its baseline is clean."""
     data = load_document(path).data
-    found = detect(data)
+    found = detect(data, TARGETS)
     assert found is not None and found.name == target
     assert found.evaluate(data, path.parent).codes == frozenset()
 
@@ -246,29 +247,43 @@ def test_docs_list_every_operator_and_code() -> None:
 
 
 def test_targets_name_the_oracles_they_load() -> None:
-    """The lazily loaded targets name registered oracles (targets import none up front)."""
-    from cbaudit.mutate.targets import _ORACLE_LOOPS, TARGETS
-    from cbaudit.oracles.registry import ORACLES
-    from cbaudit.sim import fairness_oracle, preemption_oracle
+    """The targets name registered oracles, by the names their modules give them."""
+    from cbaudit.oracles.fairness import kinds as fairness
+    from cbaudit.oracles.fixture_oracle import ORACLE_LOOPS, oracles
+    from cbaudit.oracles.preemption import kinds as preemption
+    from cbaudit.oracles.preemption import oracle as preemption_oracle
 
-    assert set(_ORACLE_LOOPS) <= set(ORACLES)
-    for name in (*_ORACLE_LOOPS, fairness_oracle.NAME, preemption_oracle.NAME):
+    assert list(ORACLE_LOOPS) == list(oracles())
+    assert (fairness.NAME, preemption.NAME) == (fairness_oracle.NAME, preemption_oracle.NAME)
+    for name in (*ORACLE_LOOPS, fairness_oracle.NAME, preemption_oracle.NAME):
         assert f"oracle:{name}" in TARGETS
 
 
 def test_a_plan_case_campaign_loads_no_other_oracle() -> None:
-    """`mutate CASE` imports the contract, not the Loop 4-11 oracles or the simulator."""
+    """`mutate CASE` imports the contract and the kinds' declarations, not the Loop 4-11
+    oracles or the simulator."""
     import subprocess
     import sys
 
+    heavy = (
+        "cbaudit.sim",
+        "cbaudit.oracles.selective_batching",
+        "cbaudit.oracles.admission",
+        "cbaudit.oracles.chunked_prefill",
+        "cbaudit.oracles.slo_oracle",
+        "cbaudit.oracles.runtime_policy",
+        "cbaudit.oracles.fairness.oracle",
+        "cbaudit.oracles.preemption.oracle",
+        "cbaudit.results.compare",
+    )
     code = (
         "import sys; from cbaudit.cli.app import run;"
         f" rc = run(['mutate', {str(LOOP2_VALID)!r}, '--operators', 'plan.decision']);"
-        " print(rc, sorted(m for m in sys.modules if m.startswith("
-        "('cbaudit.oracles.registry', 'cbaudit.sim.engine', 'cbaudit.sim.fairness_oracle'))))"
+        " print(rc, 'cbaudit.kinds' in sys.modules,"
+        f" sorted(m for m in sys.modules if m.startswith({heavy!r})))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.stdout.splitlines()[-1] == "0 []", proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "0 True []", proc.stdout + proc.stderr
 
 
 def test_relation_help_names_every_relation() -> None:

@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_paths import loop_checks
+from repo_paths import loop_checks, run_declared
 
-from cbaudit.gate.manifest import CheckSpec
-from cbaudit.gate.runner import run_check
+from cbaudit.checks.bundle import DeclaredCheck
 from cbaudit.io import load_document
 from cbaudit.io.jsonpatch import apply_patch
 from cbaudit.model import CheckResult, CheckStatus, EvidenceClass, InputError, Location
@@ -159,18 +158,18 @@ def test_each_negative_yields_exactly_its_code(fixture: str, code: str) -> None:
     assert _codes(f"loop10-runtime/{fixture}") == {code}
 
 
-def _declared_checks() -> list[CheckSpec]:
+def _declared_checks() -> list[DeclaredCheck]:
     return [
         s
         for s in loop_checks("loop10-runtime")
-        if s.kind == "oracle" and "expect_code" not in s.spec
+        if s.kind == "oracle" and "expect_code" not in s.entry
     ]
 
 
 @pytest.mark.parametrize("spec", _declared_checks(), ids=lambda s: s.check_id)
-def test_gate_check_matches_its_expected_report(spec: CheckSpec) -> None:
+def test_gate_check_matches_its_expected_report(spec: DeclaredCheck) -> None:
     """The positive gate check passes, its report equal to the checked-in expected file."""
-    results = run_check(spec)
+    results = run_declared(spec)
     assert [r.outcome for r in results] == [CheckStatus.PASSED], [
         f.render() for r in results for f in r.findings
     ]

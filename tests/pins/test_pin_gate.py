@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from _pin_trees import make_repo, manifest_data, write_manifest, write_tree
 from repo_paths import EVIDENCE
 
-from cbaudit.gate.context import GateContext
-from cbaudit.model import CheckStatus, InputError
-from cbaudit.pins.gate_kinds import run_pin
+from cbaudit.checks.context import GateContext
+from cbaudit.checks.parse import run_entry
+from cbaudit.model import CheckResult, CheckStatus, InputError
+from cbaudit.oracles.binding import PIN
+
+
+def run_pin(spec: dict[str, Any], ctx: GateContext) -> list[CheckResult]:
+    return run_entry(PIN, spec, ctx)
+
 
 CHECKS = EVIDENCE / "m5-2-continuous-batching" / "pins" / "checks.yaml"
 
@@ -106,14 +113,12 @@ def test_manifest_drift_fails_without_source(bundle: Path) -> None:
 @pytest.mark.parametrize(
     ("spec", "code"),
     [
-        ({"id": "p", "kind": "pin"}, "GATE.SPEC.FIELD"),
+        ({"id": "p", "kind": "pin"}, "GATE.SPEC.MISSING_FIELD"),
         ({"id": "p", "kind": "pin", "manifest": "../../x.yaml"}, "GATE.PATH.ESCAPE"),
         ({"id": "p", "kind": "pin", "manifest": {"repo_path": "../x.yaml"}}, "GATE.PATH.ESCAPE"),
-        ({"kind": "pin", "manifest": "toy.yaml"}, "GATE.SPEC.ID"),
-        (
-            {"id": "p", "manifest": "toy.yaml", "evidence_class": "vibes"},
-            "GATE.SPEC.EVIDENCE_CLASS",
-        ),
+        ({"kind": "pin", "manifest": "toy.yaml"}, "GATE.SPEC.MISSING_FIELD"),
+        ({"id": "p", "manifest": "toy.yaml", "evidence_class": "vibes"}, "GATE.SPEC.INVALID"),
+        ({"id": "p", "manifest": "toy.yaml", "sources": "x"}, "GATE.SPEC.UNKNOWN_FIELD"),
         ({"id": "p", "manifest": "toy.yaml", "source": "nope"}, "GATE.SPEC.SOURCE"),
     ],
 )

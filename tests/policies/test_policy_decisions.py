@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from cbaudit.io.loader import load_document
-from cbaudit.sim.gate_kinds import decide_snapshot
 from cbaudit.sim.replay import parse_initial
+from cbaudit.sim.snapshot import decide_snapshot
 from cbaudit.sim.workload import load_workload, workload_from_data
 from tests.sim.helpers import BUNDLE, replay
 

@@ -7,8 +7,8 @@ from typing import Any
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.cost_unit import UnitCostModel
 from cbaudit.sim.engine import Engine, Validation
-from cbaudit.sim.gate_kinds import decide_snapshot
 from cbaudit.sim.replay import parse_initial
+from cbaudit.sim.snapshot import decide_snapshot
 from cbaudit.sim.workload import workload_from_data
 
 PRIORITY_KEY = ["priority_rank", "arrival_order", "request_id", "request_generation"]

@@ -13,7 +13,7 @@ from repo_paths import M52, REPO
 from cbaudit.report.text import _flatten
 
 ABC = M52 / "loop3" / "abc.workload.yaml"
-MIX = REPO / "tests" / "sim_inputs" / "data" / "gen_poisson_mix.yaml"
+MIX = REPO / "tests" / "sim" / "data" / "gen_poisson_mix.yaml"
 ROOFLINE = ("--cost-model", "roofline", "--cost-option", "hardware=nvidia-h100-sxm")
 POOL = ("--budget", "kv_block_size=16", "--budget", "kv_total_blocks=4096")
 

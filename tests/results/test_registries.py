@@ -286,3 +286,24 @@ def test_comparison_claims_step(registries: tuple[Any, Any]) -> None:
         ("RESULTS.RANKING.INCOMPARABLE", "/comparison_claims/2"),
     ]
     assert "load ('" in sink.findings[1].message
+
+
+@pytest.mark.parametrize(
+    ("which", "edit"),
+    [
+        ("results", lambda c, r: r.update(comparison_set=[["workload"]])),
+        ("contracts", lambda c, r: c["compositions"][0].update(components=[["ORCA"]])),
+    ],
+    ids=["list-in-comparison-set", "list-in-components"],
+)
+def test_a_shape_the_schema_refused_ends_the_audit(
+    registries: tuple[Any, Any], which: str, edit: Callable[[Any, Any], None]
+) -> None:
+    """Where a shape the schema refused stops the meaning checks (a list where a name belongs
+    used to raise TypeError, unhashable, and crash the gate's check), the schema findings are
+    the audit."""
+    contracts, results = copy.deepcopy(registries)
+    edit(contracts, results)
+    codes, summary = _audit(contracts, results)
+    assert codes and all(c.startswith("SCHEMA.") for c in codes), codes
+    assert summary == {"valid": False}

@@ -10,6 +10,7 @@ import pytest
 from cbaudit.io.loader import load_document
 from cbaudit.model import FindingSink, Location
 from cbaudit.results.sensitivity import (
+    LEDGER_CONTROLS,
     _Case,
     _case_row,
     _check_base_expectation,
@@ -34,6 +35,40 @@ def fixture() -> Any:
 
 def _codes(data: Any) -> list[str]:
     return [f.code for f in run_sensitivity(data, file="fx.yaml").findings]
+
+
+class _Reads(dict[str, Any]):
+    """A control set that remembers which controls were read."""
+
+    def __init__(self, data: Any) -> None:
+        super().__init__(data)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def test_the_ledger_reads_exactly_the_declared_ledger_controls(fixture: Any) -> None:
+    """LEDGER_CONTROLS is what `ledger` reads, so the projection check below cannot miss one."""
+    controls = _Reads(fixture["controls"])
+    ledger(controls)
+    assert controls.read == set(LEDGER_CONTROLS)
+
+
+@pytest.mark.parametrize("control", ["chunk_tokens", "foreign_ready"])
+def test_a_ledger_control_left_out_of_the_projection_is_a_finding(
+    fixture: Any, control: str
+) -> None:
+    """A control the ledger reads but the online projection omits is located at the projection
+    (it was an internal KeyError that crashed the gate's check)."""
+    data = copy.deepcopy(fixture)
+    data["online_projection"].remove(control)
+    report = run_sensitivity(data, file="fx.yaml")
+    assert [(f.code, f.location.pointer) for f in report.findings] == [
+        ("RESULTS.SENSITIVITY.PROJECTION_INCOMPLETE", "/online_projection")
+    ]
+    assert control in report.findings[0].message
 
 
 def test_base_ledger_matches_the_article(fixture: Any) -> None:

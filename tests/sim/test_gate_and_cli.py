@@ -8,17 +8,28 @@ from typing import Any
 import pytest
 import yaml
 
-from cbaudit.gate.context import GateContext
-from cbaudit.model import InputError
-from cbaudit.sim import gate_kinds as gk
+from cbaudit.checks.context import GateContext
+from cbaudit.checks.interface import CheckKind
+from cbaudit.checks.parse import run_entry
+from cbaudit.model import CheckResult, InputError
+from cbaudit.oracles import replay
 from tests.sim.helpers import BUNDLE
 
-KINDS = {
-    "replay": gk.run_replay,
-    "admission_cases": gk.run_admission_cases,
-    "static_efficiency": gk.run_static_efficiency,
-    "policy_snapshots": gk.run_policy_snapshots,
+KINDS: dict[str, CheckKind[Any]] = {
+    k.name: k
+    for k in (
+        replay.REPLAY,
+        replay.ADMISSION_CASES,
+        replay.STATIC_EFFICIENCY,
+        replay.POLICY_SNAPSHOTS,
+    )
 }
+
+
+def run_replay(spec: dict[str, Any], ctx: GateContext) -> list[CheckResult]:
+    return run_entry(replay.REPLAY, spec, ctx)
+
+
 FAST_FILES = ["loop3/checks.yaml", "loop6-starvation/checks.yaml", "loop10-runtime/checks.yaml"]
 
 
@@ -37,7 +48,7 @@ def test_shipped_checks_pass(rel: str) -> None:
         if spec["kind"] not in KINDS:  # other packages' kinds are tested with their packages
             continue
         ran += 1
-        for res in KINDS[spec["kind"]](spec, _ctx(path, i)):
+        for res in run_entry(KINDS[spec["kind"]], spec, _ctx(path, i)):
             assert res.outcome.value == "passed", (spec["id"], res.findings)
     assert ran > 0
 
@@ -49,7 +60,7 @@ def _abc_spec(**extra: Any) -> dict[str, Any]:
 def test_wrong_assertion_is_a_mismatch_finding() -> None:
     """An assert that does not hold gives REPLAY.ASSERT.MISMATCH."""
     path = BUNDLE / "loop3" / "checks.yaml"
-    [res] = gk.run_replay(_abc_spec(**{"assert": {"slot_occupancy": "13/22"}}), _ctx(path, 0))
+    [res] = run_replay(_abc_spec(**{"assert": {"slot_occupancy": "13/22"}}), _ctx(path, 0))
     assert [f.code for f in res.findings] == ["REPLAY.ASSERT.MISMATCH"]
 
 
@@ -57,7 +68,7 @@ def test_unknown_metric_path_is_unusable_input() -> None:
     """An assert on a path the metrics lack is an InputError (REPLAY.ASSERT.UNKNOWN_PATH)."""
     path = BUNDLE / "loop3" / "checks.yaml"
     with pytest.raises(InputError) as err:
-        gk.run_replay(_abc_spec(**{"assert": {"no.such": 1}}), _ctx(path, 0))
+        run_replay(_abc_spec(**{"assert": {"no.such": 1}}), _ctx(path, 0))
     assert err.value.findings[0].code == "REPLAY.ASSERT.UNKNOWN_PATH"
 
 
@@ -65,7 +76,7 @@ def test_unknown_policy_in_spec_is_unusable_input() -> None:
     """An unknown policy id is REPLAY.POLICY.UNKNOWN."""
     path = BUNDLE / "loop3" / "checks.yaml"
     with pytest.raises(InputError) as err:
-        gk.run_replay(_abc_spec(policy="nope"), _ctx(path, 0))
+        run_replay(_abc_spec(policy="nope"), _ctx(path, 0))
     assert err.value.findings[0].code == "REPLAY.POLICY.UNKNOWN"
 
 
@@ -73,7 +84,7 @@ def test_path_escape_is_refused() -> None:
     """A workload path outside the bundle is GATE.PATH.ESCAPE."""
     path = BUNDLE / "loop3" / "checks.yaml"
     with pytest.raises(InputError) as err:
-        gk.run_replay(_abc_spec(workload="../../../pyproject.toml"), _ctx(path, 0))
+        run_replay(_abc_spec(workload="../../../pyproject.toml"), _ctx(path, 0))
     assert err.value.findings[0].code == "GATE.PATH.ESCAPE"
 
 

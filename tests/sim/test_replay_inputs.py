@@ -135,3 +135,17 @@ def test_workload_policy_uses_the_contract_records() -> None:
     f = caught.value.findings[0]
     assert f.code == "WORKLOAD.FIELD.RANGE"
     assert f.location.pointer == "/policy/tie_break/phase_order/0"
+
+
+@pytest.mark.parametrize("policy", ["reservation-maximum", "reservation-point"])
+def test_a_reservation_without_a_ceiling_is_unusable_input(
+    tmp_path: Path, cli, policy: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A reservation policy with neither `ceiling_rows` nor a KV pool cannot run: exit 2 with
+    REPLAY.POLICY.OPTION before the first iteration (it was an internal error, exit 3)."""
+    r = cli("replay", _trace(tmp_path), "--policy", policy)
+    assert r.code == 2, r.err
+    assert "REPLAY.POLICY.OPTION" in r.err and "ceiling_rows" in r.err
+    assert "internal error" not in r.err
+    ok = cli("replay", _trace(tmp_path), "--policy", policy, "--policy-option", "ceiling_rows=64")
+    assert ok.code == 0, ok.err

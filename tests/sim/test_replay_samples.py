@@ -12,16 +12,17 @@ from typing import Any
 import pytest
 import yaml
 
-from cbaudit.gate.context import GateContext
+from cbaudit.checks.context import GateContext
+from cbaudit.checks.parse import run_entry
 from cbaudit.model import InputError
-from cbaudit.sim import gate_kinds as gk
+from cbaudit.oracles.replay import REPLAY, REPLAY_REPORT
 from cbaudit.sim import replay_compare as rc
 from tests.sim.helpers import BUNDLE
 
 COMPARE = BUNDLE / "compare"
 SPEC = COMPARE / "poisson.generator.yaml"
 ABC = BUNDLE / "loop3" / "abc.workload.yaml"
-TRACE_SPEC = Path(__file__).parent.parent / "sim_inputs" / "data" / "gen_trace_wrap.yaml"
+TRACE_SPEC = Path(__file__).parent / "data" / "gen_trace_wrap.yaml"
 
 
 def _replay(cli: Callable[..., Any], out: Path, workload: Path, *args: str) -> dict[str, Any]:
@@ -200,7 +201,7 @@ def test_gate_replay_metrics_stay_without_samples() -> None:
         base_dir=path.parent, manifest=str(path), pointer="/checks/1", bundle_root=BUNDLE
     )
     spec = {"id": "t", "kind": "replay", "workload": "abc.workload.yaml", "policy": "orca"}
-    [res] = gk.run_replay(spec, ctx)
+    [res] = run_entry(REPLAY, spec, ctx)
     assert "samples" not in res.metrics and "units" not in res.metrics
 
 
@@ -353,14 +354,12 @@ def _ctx(base: Path, bundle: Path, i: int, update: bool = False) -> GateContext:
 
 def test_shipped_compare_checks_pass() -> None:
     """Every check of compare/checks.yaml passes against the reports and expected files on disk."""
-    from cbaudit.gate.kinds import resolve_kind
+    from repo_paths import loop_checks, run_declared
 
-    for i, spec in enumerate(_checks()):
-        func = resolve_kind(spec["kind"])
-        assert func is not None, spec["kind"]
-        for res in func(spec, _ctx(COMPARE, BUNDLE, i)):
-            assert res.outcome.value == "passed", (spec["id"], res.findings)
-            assert res.evidence_class.value == spec["evidence_class"]
+    for check in loop_checks("compare"):
+        for res in run_declared(check):
+            assert res.outcome.value == "passed", (check.check_id, res.findings)
+            assert res.evidence_class.value == check.entry["evidence_class"]
 
 
 def test_stale_replay_report_is_drift(tmp_path: Path) -> None:
@@ -374,9 +373,9 @@ def test_stale_replay_report_is_drift(tmp_path: Path) -> None:
     i, spec = next(
         (i, s) for i, s in enumerate(_checks()) if s["id"] == "compare-replay-orca-seed1"
     )
-    [res] = rc.run_replay_report(spec, _ctx(bundle / "compare", bundle, i))
+    [res] = run_entry(REPLAY_REPORT, spec, _ctx(bundle / "compare", bundle, i))
     assert [f.code for f in res.findings] == ["GATE.EXPECTED.DRIFT"]
-    [res] = rc.run_replay_report(spec, _ctx(bundle / "compare", bundle, i, update=True))
+    [res] = run_entry(REPLAY_REPORT, spec, _ctx(bundle / "compare", bundle, i, update=True))
     assert (bundle / "compare" / "reports" / "orca-seed1.json").read_bytes() == (
         COMPARE / "reports" / "orca-seed1.json"
     ).read_bytes()
@@ -387,12 +386,12 @@ def test_stale_replay_report_is_drift(tmp_path: Path) -> None:
     [({"report": None}, "report"), ({"workload": 3}, "workload"), ({"samples": "yes"}, "samples")],
 )
 def test_bad_replay_report_spec_is_unusable(change: dict[str, Any], field: str) -> None:
-    """A missing report, a non-path workload or non-boolean samples is REPLAY.SPEC.INVALID."""
+    """A missing report, a non-path workload or non-boolean samples is GATE.SPEC.INVALID."""
     spec = {**_checks()[0], **change}
     with pytest.raises(InputError) as err:
-        rc.run_replay_report(spec, _ctx(COMPARE, BUNDLE, 0))
+        run_entry(REPLAY_REPORT, spec, _ctx(COMPARE, BUNDLE, 0))
     [finding] = err.value.findings
-    assert finding.code == "REPLAY.SPEC.INVALID"
+    assert finding.code == "GATE.SPEC.INVALID"
     assert finding.location.pointer == f"/checks/0/{field}"
 
 
@@ -408,7 +407,7 @@ def test_initial_state_and_horizon_are_run_coordinates(tmp_path: Path) -> None:
         "options": {"horizon": 4, "initial_state": "initial.state.json"},
         "report": "reports/t.json",
     }
-    [res] = rc.run_replay_report(spec, _ctx(bundle / "loop6", bundle, 0, update=True))
+    [res] = run_entry(REPLAY_REPORT, spec, _ctx(bundle / "loop6", bundle, 0, update=True))
     assert [f.code for f in res.findings] == ["GATE.EXPECTED.UPDATED"]
     report = json.loads((bundle / "loop6" / "reports" / "t.json").read_text(encoding="utf-8"))
     run = report["summary"]["coordinates"]["run"]
