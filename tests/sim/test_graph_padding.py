@@ -134,7 +134,7 @@ def test_steps_show_each_steps_padding() -> None:
         cost_options={"hardware": "lecture4-h100-sxm"},
         graph_buckets={"buckets": "stride:16", "max_batch": 512},
     )
-    run, metrics, _ = core.run(_workload(), opts, source="graph.yaml", steps=40)
+    run, _, _ = core.run(_workload(), opts, source="graph.yaml", steps=40)
     steps = run.extra["steps"]
     gb = make_graph_buckets({"buckets": "stride:16", "max_batch": 512})
     assert gb is not None
