@@ -138,4 +138,6 @@ class GraphPaddedCost:
 
     def __getattr__(self, name: str) -> Any:
         # terms / estimate for `replay --steps`: callers pass the padded shape (explain_cost)
+        if name.startswith("__") or name == "inner":  # copy / pickle before __init__ ran
+            raise AttributeError(name)
         return getattr(self.inner, name)
