@@ -12,7 +12,8 @@ swapped-out request is restored only when a slot is free again.
 Admission checks the state pool in `PlanBuilder.take(..., admit=True)` (refusal
 `DEFERRED_STATE_POOL`), and the engine refuses a plan that admits more requests than there are
 free slots (`REPLAY.STATE.BUDGET_EXCEEDED`), so a policy that bypasses the builder cannot
-overcommit it. The report gives both pools' occupancy and which one refused admissions (refusals summed over iterations).
+overcommit it. The report gives both pools' occupancy and which one refused admissions
+(refusals summed over iterations).
 
 Replay options (`state_pool:`): `capacity_bytes` (required), and the state per request as
 `bytes_per_request` or `model` (a model profile id or path that declares `state`); without
