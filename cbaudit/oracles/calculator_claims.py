@@ -23,6 +23,7 @@ units and outputs, and drop formula bindings, and the same evaluation must rejec
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -223,6 +224,22 @@ def compute(
         ) from None
 
 
+def _cached(
+    calculator: str, inputs_json: str, base_dir: Path | None, at: Locate
+) -> Mapping[str, Value]:
+    """`compute`, remembered per process (a mutation campaign evaluates the same claims
+    many times); a refusal is raised again, never remembered."""
+    key = (calculator, inputs_json, base_dir)
+    if key not in _OUTPUTS:
+        if len(_OUTPUTS) > 4096:
+            _OUTPUTS.clear()
+        _OUTPUTS[key] = compute(calculator, json.loads(inputs_json), base_dir, at)
+    return _OUTPUTS[key]
+
+
+_OUTPUTS: dict[tuple[str, str, Path | None], Mapping[str, Value]] = {}
+
+
 def _tolerance_text(tol: Any) -> str:
     if isinstance(tol, Mapping):
         ((name, value),) = tol.items()
@@ -321,7 +338,7 @@ def evaluate(
 ) -> Outcome:
     """Compute the claim's outputs and hold each printed figure to them."""
     calc = CALCULATORS[calculator]
-    outputs = compute(calculator, inputs, base_dir, at)
+    outputs = _cached(calculator, json.dumps(dict(inputs), sort_keys=True), base_dir, at)
     findings: list[Finding] = formula_findings(formulas, registry, at)
     rows: list[dict[str, Any]] = []
     for k, exp in enumerate(expect):
@@ -380,10 +397,20 @@ def run(spec: CalculatorClaimSpec, ctx: GateContext) -> list[CheckResult]:
             subject=f"{spec.calculator}: {outputs}",
             findings=outcome.findings,
             metrics=outcome.metrics,
-            evidence_class=spec.evidence_class or EvidenceClass.DERIVED,
+            evidence_class=_class(spec.evidence_class),
             reason=outcome.reason,
         )
     ]
+
+
+#: What arithmetic on declared inputs can be: a derivation, a model's prediction, or a
+#: derivation from a figure the source reports. A measured or synthetic class is never
+#: granted (the gate reports GATE.EVIDENCE.CLASS_MISMATCH: a report never upgrades a class).
+CLASSES = frozenset({EvidenceClass.DERIVED, EvidenceClass.MODELED, EvidenceClass.SOURCE_REPORTED})
+
+
+def _class(declared: EvidenceClass | None) -> EvidenceClass:
+    return declared if declared in CLASSES else EvidenceClass.DERIVED
 
 
 # --------------------------------------------------------------------------- mutation
