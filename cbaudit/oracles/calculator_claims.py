@@ -24,6 +24,7 @@ units and outputs, and drop formula bindings, and the same evaluation must rejec
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -174,14 +175,17 @@ def _expect_findings(calc: Calculator, exp: Mapping[str, Any], at: Locate) -> li
     return []
 
 
+_DECIMAL = re.compile(r"^-?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?$")
+
+
 def _figure(printed: str) -> tuple[Fraction, Fraction]:
-    """A printed figure and one unit of its last digit: `2.50` -> (5/2, 1/100)."""
-    text = printed.replace(",", "").strip()
-    body = text.removeprefix("-")
-    whole, _, decimals = body.partition(".")
-    if not whole.isdigit() or (decimals and not decimals.isdigit()) or body.endswith("."):
+    """A printed figure and one unit of its last digit: `2.50` -> (5/2, 1/100); commas
+    only as thousands separators (`1,203`)."""
+    text = printed.strip()
+    if not _DECIMAL.match(text):
         raise ValueError(f"the figure {printed!r} is not a plain decimal as printed (56.5, 1,203)")
-    return Fraction(text), Fraction(1, 10 ** len(decimals))
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return Fraction(text.replace(",", "")), Fraction(1, 10**decimals)
 
 
 # --------------------------------------------------------------------------- evaluation
