@@ -177,6 +177,9 @@ def test_the_lecture_bundle_passes_and_every_claim_has_a_negative() -> None:
     assert len(claims) == 27 and all(r.outcome is CheckStatus.PASSED for r in claims)
     negatives = by_kind["negative_check"]
     assert len(negatives) == 27 and all(r.outcome is CheckStatus.PASSED for r in negatives)
+    (campaign,) = by_kind["mutation"]
+    assert campaign.outcome is CheckStatus.PASSED
+    assert campaign.metrics["counts"]["killed"] == campaign.metrics["valid"] > 400
 
 
 def test_the_claims_list_is_a_mutation_fixture_its_oracle_accepts() -> None:
