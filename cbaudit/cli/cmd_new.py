@@ -49,4 +49,3 @@ def bundle(
 def register(app: typer.Typer) -> None:
     """Add `new` and its subcommands to the app."""
     app.add_typer(new_app, name="new")
-
