@@ -78,7 +78,7 @@ class CalculatorClaimSpec(CheckSpec):
     inputs: Mapping[str, Any]
     expect: tuple[Mapping[str, Any], ...] = field(metadata=converted(_tuple))
     formulas: tuple[str, ...] = field(metadata=converted(_tuple))
-    registry: Any
+    registry: str
 
 
 Locate = Callable[[str], Location]
@@ -377,10 +377,7 @@ def validate(spec: CalculatorClaimSpec, ctx: GateContext) -> list[Finding]:
 
 
 def _registry(spec: CalculatorClaimSpec, ctx: GateContext) -> Mapping[str, str]:
-    where = ctx.spec_path(spec.registry, "registry")
-    if where.path is None:
-        raise ctx.error("CALC.CLAIM.FORMULA.UNKNOWN", f"registry: {where.reason}", "registry")
-    return _registry_formulas(where.path)
+    return _registry_formulas(ctx.resolve(spec.registry, field="registry"))
 
 
 def run(spec: CalculatorClaimSpec, ctx: GateContext) -> list[CheckResult]:
