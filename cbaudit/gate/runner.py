@@ -125,7 +125,7 @@ def _run_units(
     """Run `units` (one per batch of `specs`) and put each check's run at its index."""
     count = {"done": 0}
 
-    def done(_n: int, index: int) -> None:
+    def done(_n: int, index: int, _runs: list[CheckRun]) -> None:
         count["done"] += len(batches[index])
         if progress is not None:
             progress(count["done"], len(specs), specs[batches[index][-1]].check_id)

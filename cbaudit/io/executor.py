@@ -60,12 +60,12 @@ class Executor(Protocol):
         units: Sequence[U],
         *,
         failed: Callable[[U, str], R],
-        done: Callable[[int, int], None] | None = None,
+        done: Callable[[int, int, R], None] | None = None,
     ) -> list[R]:
         """`[fn(shared, u) for u in units]`, computed wherever the executor runs units.
 
         `failed(unit, why)` is the result of a unit that could not be run (a cluster executor
-        after its retry); `done(n, index)` hears of the n-th finished unit (its index)."""
+        after its retry); `done(n, index, result)` hears of the n-th finished unit."""
         ...
 
     @property
@@ -108,7 +108,7 @@ class LocalExecutor:
         units: Sequence[U],
         *,
         failed: Callable[[U, str], R],
-        done: Callable[[int, int], None] | None = None,
+        done: Callable[[int, int, R], None] | None = None,
     ) -> list[R]:
         del failed  # a local unit that raises stops the command, as it always did
         if self.jobs <= 1 or len(units) <= 1:
@@ -116,7 +116,7 @@ class LocalExecutor:
             for i, unit in enumerate(units):
                 serial.append(fn(shared, unit))
                 if done is not None:
-                    done(i + 1, i)
+                    done(i + 1, i, serial[-1])
             return serial
         out: dict[int, R] = {}
         with worker_pool(min(self.jobs, len(units)), _set_shared, (shared,)) as pool:
@@ -125,7 +125,7 @@ class LocalExecutor:
                 i = futures[future]
                 out[i] = future.result()
                 if done is not None:
-                    done(n, i)
+                    done(n, i, out[i])
         return [out[i] for i in range(len(units))]
 
     def provenance(self) -> dict[str, Any] | None:
@@ -205,7 +205,7 @@ class RayExecutor:
         units: Sequence[U],
         *,
         failed: Callable[[U, str], R],
-        done: Callable[[int, int], None] | None = None,
+        done: Callable[[int, int, R], None] | None = None,
     ) -> list[R]:
         ray = self.ray
         if not units:
@@ -228,7 +228,7 @@ class RayExecutor:
                     out[i] = result
                 n += 1
                 if done is not None:
-                    done(n, i)
+                    done(n, i, out[i])
         return [out[i] for i in range(len(units))]
 
     def provenance(self) -> dict[str, Any] | None:

@@ -220,7 +220,7 @@ def _run_cells(
     executor: Executor,
     progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
-    def tell(done: int, index: int) -> None:
+    def tell(done: int, index: int, _result: dict[str, Any]) -> None:
         if progress is not None:
             rate, rep = cells[index]
             progress(done, len(cells), f"rate {rate:g}, repeat {rep}")
