@@ -26,6 +26,7 @@ field. Wall-clock figures are printed, never written into a report.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import signal
@@ -72,8 +73,9 @@ def start_head(temp: Path) -> tuple[subprocess.Popen[bytes], str]:
     cmd = [str(ray), "start", "--head", "--block", "--node-ip-address", "127.0.0.1"]
     cmd += ["--port", str(port), "--num-cpus", "2", "--include-dashboard=false"]
     cmd += ["--disable-usage-stats", "--temp-dir", str(temp)]
+    flags = ["--ray-client-server-port"] if importlib.util.find_spec("grpc") else []
     for flag in (
-        "--ray-client-server-port",
+        *flags,
         "--dashboard-agent-listen-port",
         "--dashboard-agent-grpc-port",
         "--runtime-env-agent-port",

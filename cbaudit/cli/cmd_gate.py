@@ -46,7 +46,7 @@ def gate(
         " own `root:`); without either a check reads only inside its bundle.",
     ),
     executor_kind: ExecutorKind = ExecutorOpt,
-    ray_address: str = RayAddressOpt,
+    ray_address: str | None = RayAddressOpt,
     markdown: Path = typer.Option(None, "--markdown", help="Also write a Markdown report."),
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML report."),
     junit: Path = typer.Option(None, "--junit", help="Also write JUnit XML."),

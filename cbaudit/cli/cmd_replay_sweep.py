@@ -74,7 +74,7 @@ def sweep(
     seed: int = typer.Option(None, "--seed", help="Base seed (default: the spec's seed)."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel processes (default: CPUs)."),
     executor_kind: ExecutorKind = ExecutorOpt,
-    ray_address: str = RayAddressOpt,
+    ray_address: str | None = RayAddressOpt,
     fmt: OutputFormat = FormatOpt,
     output: Path = OutputOpt,
     quiet: bool = QuietOpt,

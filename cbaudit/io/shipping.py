@@ -124,6 +124,7 @@ def pack(roots: Iterable[Path], files: Iterable[Path] = ()) -> Shipment:
 # ------------------------------------------------------------------------------ worker
 
 _UNPACKED: dict[str, Path] = {}
+_PREFIX = "cbaudit-shipped-"
 
 
 def _cleanup() -> None:
@@ -134,12 +135,30 @@ def _cleanup() -> None:
 atexit.register(_cleanup)
 
 
+def _sweep_orphans() -> None:
+    """Remove the folders of worker processes that died without cleaning up (a cluster may
+    kill its workers): each folder's name carries its process id."""
+    top = Path(tempfile.gettempdir())
+    for folder in top.glob(f"{_PREFIX}*-*"):
+        pid = folder.name[len(_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue  # alive (another user's) or not ours to judge
+
+
 def unpack(shipment: Shipment) -> Path:
     """The folder T this process wrote `shipment` under (once per shipment and process)."""
     known = _UNPACKED.get(shipment.digest)
     if known is not None and known.is_dir():
         return known
-    top = Path(os.path.realpath(tempfile.mkdtemp(prefix="cbaudit-shipped-")))
+    if not _UNPACKED:
+        _sweep_orphans()
+    top = Path(os.path.realpath(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")))
     for key, data in shipment.files.items():
         dest = Path(str(top) + key)
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -264,3 +264,31 @@ def test_cli_without_ray_exits_2(cli: Any, monkeypatch: pytest.MonkeyPatch) -> N
         run = cli(*args)
         assert run.code == 2, (args, run.err)
         assert "pip install 'cbaudit[ray]'" in run.err
+
+
+def test_folders_of_dead_workers_are_removed(tmp_path: Path) -> None:
+    """A worker killed before it cleaned up leaves a folder named with its pid; the next
+    unpack on that machine removes it, and keeps a live process's folder."""
+    import subprocess
+    import tempfile
+
+    from cbaudit.io import shipping
+
+    probe = subprocess.Popen(["true"])
+    probe.wait()
+    gone = Path(tempfile.gettempdir()) / f"cbaudit-shipped-{probe.pid}-test"
+    alive = Path(tempfile.gettempdir()) / "cbaudit-shipped-1-test"  # pid 1 never dies
+    for folder in (gone, alive):
+        folder.mkdir(exist_ok=True)
+    try:
+        (tmp_path / "f").write_text("x")
+        monkey = dict(shipping._UNPACKED)
+        shipping._UNPACKED.clear()  # a fresh worker process
+        try:
+            shutil.rmtree(shipping.unpack(pack([tmp_path])))
+        finally:
+            shipping._UNPACKED.update(monkey)
+        assert not gone.exists() and alive.exists()
+    finally:
+        shutil.rmtree(alive, ignore_errors=True)
+        shutil.rmtree(gone, ignore_errors=True)

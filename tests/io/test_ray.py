@@ -73,8 +73,6 @@ def ray_head() -> Iterator[str]:
         "--disable-usage-stats",
         "--temp-dir",
         temp,
-        "--ray-client-server-port",
-        str(_free_port()),
         "--dashboard-agent-listen-port",
         str(_free_port()),
         "--dashboard-agent-grpc-port",
@@ -88,6 +86,8 @@ def ray_head() -> Iterator[str]:
         "--object-manager-port",
         str(_free_port()),
     ]
+    if importlib.util.find_spec("grpc") is not None:  # Ray Client's server (ray[client]) is there
+        cmd += ["--ray-client-server-port", str(_free_port())]
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     log = open(Path(temp) / "head.log", "wb")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(
