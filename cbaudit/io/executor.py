@@ -216,7 +216,11 @@ class RayExecutor:
         out: dict[int, R] = {}
         n = 0
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            refs = list(pending)
+            ready, rest = ray.wait(refs, num_returns=1)
+            if rest:  # and whatever else is ready by now, so a long run is not quadratic
+                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+                ready += more
             for ref in ready:
                 i = pending.pop(ref)
                 try:
