@@ -292,3 +292,20 @@ def test_folders_of_dead_workers_are_removed(tmp_path: Path) -> None:
     finally:
         shutil.rmtree(alive, ignore_errors=True)
         shutil.rmtree(gone, ignore_errors=True)
+
+
+def test_checks_naming_inputs_of_this_machine_run_here(bundle: Path) -> None:
+    """A check whose spec names an input through the environment (`${VAR}`, a file of the
+    submitting machine) is not sent to the cluster: with every cluster unit lost, those checks
+    still give their local results."""
+    everything = Elsewhere(lose=range(1000))
+    report = run_gate([bundle], select="pins", jobs=1, executor=everything)
+    local = run_gate([bundle], select="pins", jobs=1)
+    lost = {
+        r.subject for r in report.results if r.findings and r.findings[0].code == "GATE.CHECK.LOST"
+    }
+    here = [r for r in report.results if r.subject not in lost]
+    assert {r.subject.split(":")[1] for r in here} == {"pins.vllm-v0.23.0", "pins.formula-registry"}
+    assert not lost and everything.ran == 0
+    local_here = [r.to_dict() for r in local.results if r.subject in {x.subject for x in here}]
+    assert [r.to_dict() for r in here] == local_here
