@@ -29,6 +29,7 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -179,6 +180,7 @@ def main() -> None:
     finally:
         if head is not None:
             stop_head(head)
+        shutil.rmtree(temp, ignore_errors=True)
     base = statistics.median(times["j1"])
     print(f"{'config':6s} {'min s':>8s} {'median s':>9s} {'speed-up':>9s}")
     for name, walls in times.items():

@@ -17,6 +17,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -105,6 +106,7 @@ def ray_head() -> Iterator[str]:
     finally:
         _stop(proc)
         log.close()
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
