@@ -229,6 +229,8 @@ def relocated(
     before = os.getcwd()
     os.chdir(str(top) + shipment.cwd)
     try:
-        yield Relocation(str(top), tuple((a, b) for a, b in replacements if a != b))
+        # longest first: a worker's registry may lie inside its package folder
+        pairs = sorted(((a, b) for a, b in replacements if a != b), key=lambda p: -len(p[0]))
+        yield Relocation(str(top), tuple(pairs))
     finally:
         os.chdir(before)

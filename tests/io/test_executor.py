@@ -234,6 +234,15 @@ def test_relocation_restores_paths(tmp_path: Path) -> None:
         }
 
 
+def test_worker_package_paths_map_to_the_submitters(tmp_path: Path) -> None:
+    """cbaudit's own data lies elsewhere on a worker (a wheel keeps the registry inside the
+    package): each worker path maps to the submitter's, the longest match first."""
+    worker = [("/w/cbaudit", "/s/cbaudit"), ("/w/cbaudit/_registry", "/s/registry")]
+    with relocated(pack([tmp_path]), worker) as where:
+        assert where.restore_text("/w/cbaudit/_registry/m.yaml") == "/s/registry/m.yaml"
+        assert where.restore_text("/w/cbaudit/profiles/h.yaml") == "/s/cbaudit/profiles/h.yaml"
+
+
 def test_executor_options_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     """--ray-address without --executor ray, and --executor ray without Ray: exit 2 with the
     extra named."""
