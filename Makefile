@@ -15,7 +15,7 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,ray]'
 	$(PY) -m pip install -q '$(TORCH)' || echo "warning: $(TORCH) not installed; torch tests will be skipped"
 	@touch $(STAMP)
 
