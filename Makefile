@@ -15,7 +15,7 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,ray]'
 	$(PY) -m pip install -q '$(TORCH)' || echo "warning: $(TORCH) not installed; torch tests will be skipped"
 	@touch $(STAMP)
 
@@ -25,6 +25,8 @@ venv: $(STAMP)
 # folder beside the checkout has it, the formula-binding check runs against it; otherwise that
 # check is reported as not run.
 ARTICLE ?= $(wildcard ../shared/seeds/000_723c321e7155665c.txt)
+# Lecture 4 (the lecture-4-continuous-batching bundle binds its formulas to it the same way).
+LECTURE4 ?= $(wildcard ../shared/seeds/003_d1c4d8563692c767.txt)
 
 # The vLLM v0.23.0 release as published (the wheel, about 270 MB), fetched by pip into .cache/.
 # With it here, `make gate` verifies both vLLM pins' hashes, sizes, git blob ids and line markers
@@ -35,8 +37,8 @@ VLLM_WHEEL = $(firstword $(wildcard .cache/vllm/vllm-0.23.0*.whl))
 CBAUDIT_VLLM_SOURCE ?= $(VLLM_WHEEL)
 
 gate: $(STAMP)
-	CBAUDIT_M52_ARTICLE="$(ARTICLE)" CBAUDIT_VLLM_SOURCE="$(CBAUDIT_VLLM_SOURCE)" \
-	  $(VENV)/bin/cbaudit gate evidence/
+	CBAUDIT_M52_ARTICLE="$(ARTICLE)" CBAUDIT_LECTURE4_ARTICLE="$(LECTURE4)" \
+	  CBAUDIT_VLLM_SOURCE="$(CBAUDIT_VLLM_SOURCE)" $(VENV)/bin/cbaudit gate evidence/
 
 vllm-release: $(STAMP)
 	$(PY) -m pip download -q --no-deps --only-binary :all: --implementation cp \

@@ -15,6 +15,7 @@ SHARED = REPO.parent / "shared"
 
 M52 = EVIDENCE / "m5-2-continuous-batching"
 CONFORMANCE = EVIDENCE / "vllm-v0.23.0-conformance"
+LECTURE4 = EVIDENCE / "lecture-4-continuous-batching"
 
 
 def loop_checks(*folders: str) -> list[Any]:

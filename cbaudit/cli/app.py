@@ -86,6 +86,10 @@ COMMANDS: dict[str, CommandEntry] = {
     "schema": CommandEntry(
         "cbaudit.cli.cmd_schema", "List, show and export the JSON Schemas cbaudit ships."
     ),
+    "new": CommandEntry(
+        "cbaudit.cli.cmd_new",
+        "Scaffold new evidence: `new bundle NAME` writes a bundle that passes the gate.",
+    ),
     "model": CommandEntry(
         "cbaudit.cli.cmd_model",
         "Calculators of lecture 4's cost models (derived): mixed-step time, preemption by"

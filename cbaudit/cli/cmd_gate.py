@@ -9,14 +9,17 @@ from pathlib import Path
 import typer
 
 from cbaudit.cli.common import (
+    ExecutorOpt,
     FormatOpt,
     OutputFormat,
     OutputOpt,
     QuietOpt,
+    RayAddressOpt,
     VerboseOpt,
     atomic_write,
     emit,
 )
+from cbaudit.io.executor import ExecutorKind
 from cbaudit.report.sarif import SarifLevel
 
 
@@ -42,6 +45,8 @@ def gate(
         help="Let checks also read in DIR, a folder holding the bundle (overrides a bundle's"
         " own `root:`); without either a check reads only inside its bundle.",
     ),
+    executor_kind: ExecutorKind = ExecutorOpt,
+    ray_address: str | None = RayAddressOpt,
     markdown: Path = typer.Option(None, "--markdown", help="Also write a Markdown report."),
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML report."),
     junit: Path = typer.Option(None, "--junit", help="Also write JUnit XML."),
@@ -59,20 +64,26 @@ def gate(
 ) -> int:
     """Run the checks declared by each bundle.yaml under DIR; exit 0 pass, 1 fail, 2 unusable."""
     from cbaudit.cli.progress import progress_bar
-    from cbaudit.gate.runner import run_gate
+    from cbaudit.gate.runner import default_jobs, run_gate
+    from cbaudit.io.executor import make_executor
     from cbaudit.report import REPORTERS
     from cbaudit.report.sarif import render_sarif
 
-    with progress_bar("gate", "checks", quiet=quiet) as progress:
-        report = run_gate(
-            dirs,
-            jobs=jobs,
-            update=update,
-            select=select,
-            check_timeout=check_timeout,
-            root=root,
-            progress=progress,
-        )
+    executor = make_executor(executor_kind, jobs or default_jobs(), ray_address)
+    try:
+        with progress_bar("gate", "checks", quiet=quiet) as progress:
+            report = run_gate(
+                dirs,
+                jobs=jobs,
+                update=update,
+                select=select,
+                check_timeout=check_timeout,
+                root=root,
+                progress=progress,
+                executor=executor,
+            )
+    finally:
+        executor.close()
     for path, name in ((markdown, "markdown"), (html, "html"), (junit, "junit")):
         if path is not None:
             atomic_write(path, REPORTERS[name](report, 1, False))

@@ -11,9 +11,10 @@ from pathlib import Path
 import typer
 
 from cbaudit.checks.bundle import BUNDLE_FILE, Bundle, load_bundle
-from cbaudit.cli.common import OutputOpt, QuietOpt, VerboseOpt, emit
+from cbaudit.cli.common import ExecutorOpt, OutputOpt, QuietOpt, RayAddressOpt, VerboseOpt, emit
 from cbaudit.cli.progress import progress_bar
 from cbaudit.io.atomic import atomic_write
+from cbaudit.io.executor import Executor, ExecutorKind, make_executor
 from cbaudit.kinds import KINDS, TARGETS
 from cbaudit.model import CheckResult, InputDigest, Location, Report, UsageError
 from cbaudit.model.progress import Progress
@@ -72,8 +73,12 @@ def build_report(
     floors: bool,
     relations: list[str],
     progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> tuple[Report, dict[str, object] | None]:
-    """Run what was asked; returns the report and, for a campaign, its Stryker form."""
+    """Run what was asked; returns the report and, for a campaign, its Stryker form.
+
+    `executor` runs the campaign's cells (default: `jobs` local processes); the declared
+    negatives and the relations run here."""
     results: list[CheckResult] = []
     inputs: list[InputDigest] = []
     stryker = None
@@ -92,6 +97,8 @@ def build_report(
             limit=limit,
             timeout_s=timeout_s,
             progress=progress,
+            executor=executor,
+            ship=[bundle.read_root or bundle.root] if bundle is not None else [],
         )
         results.append(campaign_result(campaign, fixtures, subject=str(path), min_score=break_at))
         stryker = stryker_report(campaign, fixtures, break_at=break_at)
@@ -125,7 +132,8 @@ def build_report(
         if unknown:
             raise UsageError(f"unknown relation(s) {unknown} (known: {', '.join(RELATIONS)})")
         results += run_relations(names, MetamorphicOptions(seed=seed))
-    return Report.build("mutate", results, inputs, summary), stryker
+    provenance = executor.provenance() if executor is not None else None
+    return Report.build("mutate", results, inputs, summary, executor=provenance), stryker
 
 
 def _list_operators() -> int:
@@ -145,6 +153,8 @@ def mutate_cmd(
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of every random choice (deterministic)."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Worker processes for the campaign."),
+    executor_kind: ExecutorKind = ExecutorOpt,
+    ray_address: str | None = RayAddressOpt,
     break_at: float | None = typer.Option(
         None, "--break", min=0, max=100, help="Fail when the score is below PCT percent."
     ),
@@ -188,21 +198,26 @@ def mutate_cmd(
         return _list_operators()
     if path is None and not relations:
         raise UsageError("mutate needs a PATH (bundle or fixture) or --relation NAME")
-    with progress_bar("mutate", "cells", quiet=quiet) as progress:
-        report, stryker = build_report(
-            path,
-            operators=operators,
-            seed=seed,
-            jobs=jobs,
-            break_at=break_at,
-            limit=limit,
-            timeout_s=timeout_s,
-            target=target,
-            negatives=negatives,
-            floors=floors,
-            relations=relations,
-            progress=progress,
-        )
+    executor = make_executor(executor_kind, jobs, ray_address)
+    try:
+        with progress_bar("mutate", "cells", quiet=quiet) as progress:
+            report, stryker = build_report(
+                path,
+                operators=operators,
+                seed=seed,
+                jobs=jobs,
+                break_at=break_at,
+                limit=limit,
+                timeout_s=timeout_s,
+                target=target,
+                negatives=negatives,
+                floors=floors,
+                relations=relations,
+                progress=progress,
+                executor=executor,
+            )
+    finally:
+        executor.close()
     if fmt is MutateFormat.stryker:
         if stryker is None:
             raise UsageError("--format stryker needs a PATH to mutate")

@@ -131,8 +131,29 @@ def replay(
     preemption: list[str] = typer.Option(
         None,
         "--preemption",
-        help="Preemption model key=value: mode=recompute|swap, link_bytes_per_ms=N,"
-        " read_bytes_per_ms=N, bytes_per_row=N (default: recompute).",
+        help="Preemption model key=value: mode=recompute|swap|auto, link_bytes_per_ms=N,"
+        " read_bytes_per_ms=N, bytes_per_row=N, host_pool_bytes=N, log_limit=N,"
+        " recompute_ms_per_token=A, recompute_ms_per_token_sq=C (default: recompute; swap"
+        " with --state-pool; see docs/replay.md).",
+    ),
+    state_pool: list[str] = typer.Option(
+        None,
+        "--state-pool",
+        help="A hybrid model's per-request state pool, key=value: capacity_bytes=N and"
+        " bytes_per_request=N or model=PROFILE (default: the roofline model's state).",
+    ),
+    graph_buckets: str = typer.Option(
+        None,
+        "--graph-buckets",
+        help="Pad each step to a captured CUDA-graph bucket: pow2, stride:G or a list"
+        " (1,2,4,8); padded tokens are costed and reported.",
+    ),
+    graph_max_batch: int = typer.Option(
+        None,
+        "--graph-max-batch",
+        min=1,
+        help="The largest batch captured (with --graph-buckets; a list's default is its"
+        " largest size); larger steps run without a graph.",
     ),
     fmt: OutputFormat = FormatOpt,
     output: Path = OutputOpt,
@@ -161,6 +182,8 @@ def replay(
         goodput=_goodput(goodput),
         slo_window_ms=slo_window_ms,
         preemption=_pairs(preemption, "--preemption"),
+        state_pool=_pairs(state_pool, "--state-pool"),
+        graph_buckets=_graph_buckets(graph_buckets, graph_max_batch),
         engine_config=engine,
         stretches=not per_iteration,
         per_request=per_request,
@@ -182,6 +205,17 @@ def replay(
             samples_out=out_file,
         )
     return emit(report, fmt, output, quiet, verbose)
+
+
+def _graph_buckets(spec: str | None, max_batch: int | None) -> dict[str, Any]:
+    if spec is None:
+        if max_batch is not None:
+            raise UsageError("--graph-max-batch needs --graph-buckets")
+        return {}
+    out: dict[str, Any] = {"buckets": spec}
+    if max_batch is not None:
+        out["max_batch"] = max_batch
+    return out
 
 
 def _goodput(items: list[str] | None) -> dict[str, float]:

@@ -14,9 +14,19 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from cbaudit.cli.common import FormatOpt, OutputFormat, OutputOpt, QuietOpt, VerboseOpt, emit
+from cbaudit.cli.common import (
+    ExecutorOpt,
+    FormatOpt,
+    OutputFormat,
+    OutputOpt,
+    QuietOpt,
+    RayAddressOpt,
+    VerboseOpt,
+    emit,
+)
 from cbaudit.cli.goodput_option import GoodputCommand
 from cbaudit.cli.progress import progress_bar
+from cbaudit.io.executor import ExecutorKind, make_executor
 from cbaudit.io.loader import load_document
 from cbaudit.model import CheckResult, EvidenceClass, InputDigest, Report, UsageError
 
@@ -63,6 +73,8 @@ def sweep(
     cost_option: list[str] = typer.Option(None, "--cost-option", help="key=value, repeatable."),
     seed: int = typer.Option(None, "--seed", help="Base seed (default: the spec's seed)."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel processes (default: CPUs)."),
+    executor_kind: ExecutorKind = ExecutorOpt,
+    ray_address: str | None = RayAddressOpt,
     fmt: OutputFormat = FormatOpt,
     output: Path = OutputOpt,
     quiet: bool = QuietOpt,
@@ -86,6 +98,13 @@ def sweep(
     base = seed if seed is not None else spec.get("seed")
     if not isinstance(base, int) or isinstance(base, bool):
         raise UsageError(f"{generator}: declare an integer `seed` in the spec or pass --seed")
+    executor = make_executor(executor_kind, jobs or os.cpu_count() or 1, ray_address)
+    shipment = None
+    if executor.remote:  # the cells' inputs travel with them: the spec and the files it names
+        from cbaudit.io.shipping import pack
+
+        base_dir = generator.resolve().parent
+        shipment = pack((), core.referenced_files(spec, base_dir))
     config = core.SweepConfig(
         spec=spec,
         spec_file=doc.path,
@@ -97,16 +116,20 @@ def sweep(
         goodput=limits,
         window_ms=window_ms,
         base_seed=base,
+        shipment=shipment,
     )
-    with progress_bar("sweep", "cells", quiet=quiet) as progress:
-        result = core.run_sweep(
-            config,
-            grid,
-            repeats=repeats,
-            attainment=attainment,
-            jobs=jobs or os.cpu_count() or 1,
-            progress=progress,
-        )
+    try:
+        with progress_bar("sweep", "cells", quiet=quiet) as progress:
+            result = core.run_sweep(
+                config,
+                grid,
+                repeats=repeats,
+                attainment=attainment,
+                executor=executor,
+                progress=progress,
+            )
+    finally:
+        executor.close()
     cap = result["goodput_capacity"]
     check = CheckResult(
         check="replay-sweep",
@@ -132,6 +155,7 @@ def sweep(
         [check],
         inputs=[InputDigest.of(generator, display=str(generator))],
         summary={"policy": policy, "goodput_capacity": cap["estimate"]},
+        executor=executor.provenance(),
     )
     return emit(report, fmt, output, quiet, verbose)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from cbaudit.io.atomic import atomic_write
+from cbaudit.io.executor import ExecutorKind
 from cbaudit.model import ExitCode, InputError, Report
 
 __all__ = ["atomic_write", "emit", "fail_input"]
@@ -29,6 +30,19 @@ class OutputFormat(StrEnum):
 FormatOpt = typer.Option(OutputFormat.text, "--format", "-f", help="Output format.")
 OutputOpt = typer.Option(
     None, "--output", "-o", help="Write the report to FILE (atomically) instead of stdout."
+)
+ExecutorOpt = typer.Option(
+    ExecutorKind.local,
+    "--executor",
+    help="Where the independent units run: local processes, or a Ray cluster"
+    " (pip install 'cbaudit[ray]').",
+)
+RayAddressOpt = typer.Option(
+    None,
+    "--ray-address",
+    metavar="ADDR",
+    help="The Ray cluster for --executor ray: HOST:PORT, ray://HOST:PORT or auto"
+    " (default: $RAY_ADDRESS, else auto).",
 )
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Only failures and the verdict.")
 VerboseOpt = typer.Option(

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported when a pool starts: a one-process run never pays for it
+    from concurrent.futures import ProcessPoolExecutor
 
 #: Seconds terminated workers get to exit before they are killed.
 GRACE_S = 2.0
@@ -37,6 +39,8 @@ def worker_pool(
     initargs: tuple[Any, ...] = (),
 ) -> Iterator[ProcessPoolExecutor]:
     """A process pool of `jobs` workers; see the module docstring."""
+    from concurrent.futures import ProcessPoolExecutor
+
     pool = ProcessPoolExecutor(
         max_workers=jobs, initializer=_init_worker, initargs=(initializer, initargs)
     )

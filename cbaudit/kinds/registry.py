@@ -14,6 +14,7 @@ from cbaudit.mutate import kinds as mutate_kinds
 from cbaudit.oracles import (
     bench_results,
     binding,
+    calculator_claims,
     comparability,
     conformance,
     contract_cases,
@@ -56,6 +57,8 @@ KINDS: Table[CheckKind[Any]] = build_kinds(
         binding.FORMULA_AUDIT,
         # vllm-v1 against vLLM's own recorded decisions
         conformance.VLLM_CONFORMANCE,
+        # Printed figures reproduced by the lecture's calculators
+        calculator_claims.CALCULATOR_CLAIM,
         # Measured evidence
         bench_results.BENCH_RESULTS,
         # Mutation campaigns, negative floors, metamorphic relations

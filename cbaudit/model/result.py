@@ -101,6 +101,10 @@ class Report:
     inputs: tuple[InputDigest, ...] = ()
     summary: Mapping[str, Any] = field(default_factory=dict)
     tool_version: str = __version__
+    # Where the work ran when not in this machine's processes (`--executor ray`): kind,
+    # address, hosts, workers. Kept apart so that it is the only difference between a
+    # cluster run's report and a local one's; absent for a local run.
+    executor: Mapping[str, Any] | None = None
 
     @classmethod
     def build(
@@ -109,6 +113,7 @@ class Report:
         results: Iterable[CheckResult],
         inputs: Iterable[InputDigest] = (),
         summary: Mapping[str, Any] | None = None,
+        executor: Mapping[str, Any] | None = None,
     ) -> Report:
         uniq: dict[str, InputDigest] = {}
         for item in inputs:
@@ -118,6 +123,7 @@ class Report:
             results=tuple(results),
             inputs=tuple(sorted(uniq.values(), key=lambda d: d.path)),
             summary=dict(summary or {}),
+            executor=dict(executor) if executor is not None else None,
         )
 
     @property
@@ -159,4 +165,5 @@ class Report:
             "summary": dict(self.summary),
             "inputs": [{"path": d.path, "sha256": d.sha256} for d in self.inputs],
             "results": [r.to_dict() for r in self.results],
+            **({"executor": dict(self.executor)} if self.executor is not None else {}),
         }

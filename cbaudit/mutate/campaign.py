@@ -2,8 +2,11 @@
 
 A campaign is a grid of cells (fixture x operator). A cell regenerates its mutants from the
 fixture and a Random seeded by (seed, operator, fixture), so a cell gives the same mutants in
-any process and any order; results are sorted back into registry order, and `--jobs` changes
-only the wall time. Each mutant is one JSON Patch applied by path copying to the in-memory
+any process and any order; results are sorted back into registry order, and `--jobs` (or
+`--executor ray`) changes only the wall time. The cells run through an executor
+(`cbaudit.io.executor`); on a cluster every task carries the fixtures' data and the bytes of
+the files their unmutated oracles read (`cbaudit.io.shipping`), so workers need no shared file
+system. Each mutant is one JSON Patch applied by path copying to the in-memory
 fixture and handed to the target's oracle; nothing is written to disk.
 
 Statuses (in the spirit of mutation-testing tools):
@@ -27,14 +30,15 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from cbaudit.checks.interface import Target, Verdict
-from cbaudit.io.workers import worker_pool
+from cbaudit.io.executor import Executor, LocalExecutor
+from cbaudit.io.reads import recording
+from cbaudit.io.shipping import Shipment, pack, relocated
 from cbaudit.model import Finding, InputError, Location
 from cbaudit.model.progress import Progress
 from cbaudit.mutate.operators import Operator, OperatorRegistry
@@ -276,39 +280,57 @@ def run_cell(
     return out
 
 
-# ------------------------------------------------------------------ process pool plumbing
-
-_WORKER: dict[str, Any] = {}
+# ------------------------------------------------------------------------- executor units
 
 
-def _init_worker(
-    fixtures: Sequence[FixtureInput],
-    baselines: Mapping[str, frozenset[str]],
-    originals: Mapping[str, str],
-    targets: Mapping[str, Target],
-) -> None:
-    _WORKER["targets"] = targets
-    _WORKER["fixtures"] = {f.name: f for f in fixtures}
-    _WORKER["baselines"] = baselines
-    _WORKER["originals"] = originals
+@dataclass(frozen=True)
+class CampaignShared:
+    """What every unit of a campaign shares (picklable unless `operators` is set, which only
+    an in-process run passes; elsewhere operators are looked up in the registry by name)."""
+
+    fixtures: Mapping[str, FixtureInput]
+    baselines: Mapping[str, frozenset[str]]
+    originals: Mapping[str, str]
+    targets: Mapping[str, Target]
+    seed: int
+    timeout_s: float
+    limit: int | None
+    operators: Mapping[str, Operator] | None = None
+    shipment: Shipment | None = None  # a cluster run: the files the oracles read
 
 
-def _run_cells(args: tuple[list[tuple[str, str]], int, float, int | None]) -> list[MutantResult]:
+def _cells_unit(shared: CampaignShared, cells: list[tuple[str, str]]) -> list[MutantResult]:
+    """Judge the mutants of some (fixture, operator) cells; relocated on a cluster worker."""
+    if shared.shipment is None:
+        return _judge_cells(shared, cells)
+    with relocated(shared.shipment) as where:
+        moved = {
+            name: replace(
+                fx, directory=where.rebase(fx.directory) if fx.directory is not None else None
+            )
+            for name, fx in shared.fixtures.items()
+        }
+        here = replace(shared, fixtures=moved, shipment=None)
+        judged: list[MutantResult] = where.restore(_judge_cells(here, cells))
+        return judged
+
+
+def _judge_cells(shared: CampaignShared, cells: list[tuple[str, str]]) -> list[MutantResult]:
     from cbaudit.mutate.registry import OPERATORS
 
-    cells, seed, timeout_s, limit = args
+    ops = shared.operators if shared.operators is not None else OPERATORS
     out: list[MutantResult] = []
     for fixture_name, op_name in cells:
-        fixture = _WORKER["fixtures"][fixture_name]
+        fixture = shared.fixtures[fixture_name]
         out += run_cell(
             fixture,
-            OPERATORS[op_name],
-            _WORKER["targets"][fixture.target],
-            seed=seed,
-            baseline=_WORKER["baselines"][fixture_name],
-            original=_WORKER["originals"][fixture_name],
-            timeout_s=timeout_s,
-            limit=limit,
+            ops[op_name],
+            shared.targets[fixture.target],
+            seed=shared.seed,
+            baseline=shared.baselines[fixture_name],
+            original=shared.originals[fixture_name],
+            timeout_s=shared.timeout_s,
+            limit=shared.limit,
         )
     return out
 
@@ -323,59 +345,92 @@ def run_campaign(
     timeout_s: float = 10.0,
     limit: int | None = None,
     progress: Progress | None = None,
+    executor: Executor | None = None,
+    ship: Sequence[Path] = (),
 ) -> CampaignResult:
     """Apply every operator to every fixture of its target and judge each mutant.
 
     `targets` (name -> `Target`) holds each fixture's target: `cbaudit.kinds.TARGETS`, or those
     of the kinds the gate runs with. `progress` hears of each finished cell (fixture x
-    operator), with the mutants judged so far.
+    operator), with the mutants judged so far. `executor` runs the cells (default: `jobs`
+    local processes); a cell it cannot run is an `oracle_error` of that cell, never dropped.
+    On a cluster the cells carry the files the unmutated fixtures' oracles read and every file
+    under the folders in `ship` (a bundle's read root: a mutant may read another file there).
     """
     ops = list(operators.values()) if isinstance(operators, OperatorRegistry) else list(operators)
+    remote = executor is not None and executor.remote
     baselines: dict[str, frozenset[str]] = {}
     originals: dict[str, str] = {}
+    read: list[Path] = []
     for fx in fixtures:
-        verdict = targets[fx.target].evaluate(fx.data, fx.directory)
+        if remote:  # the files the oracle reads travel with the cells (the read log names them)
+            with recording([Path("/")]) as log:
+                verdict = targets[fx.target].evaluate(fx.data, fx.directory)
+            read += list(log.files)
+        else:
+            verdict = targets[fx.target].evaluate(fx.data, fx.directory)
         if verdict.unusable:
             raise _unusable(fx, verdict)
         baselines[fx.name] = verdict.codes
         originals[fx.name] = canonical(fx.data)
     cells = [(fx.name, op.name) for fx in fixtures for op in ops if op.target == fx.target]
     by_name = {op.name: op for op in ops}
-    results: list[MutantResult] = []
-
-    def judged(cells_done: int, part: list[MutantResult]) -> None:
-        results.extend(part)
-        if progress is not None:
-            progress(cells_done, len(cells), f"{len(results)} mutants judged")
-
-    if jobs <= 1 or len(cells) < 2:
-        fx_by_name = {f.name: f for f in fixtures}
-        for n, (fx_name, op_name) in enumerate(cells, 1):
-            part = run_cell(
-                fx_by_name[fx_name],
-                by_name[op_name],
-                targets[fx_by_name[fx_name].target],
-                seed=seed,
-                baseline=baselines[fx_name],
-                original=originals[fx_name],
-                timeout_s=timeout_s,
-                limit=limit,
-            )
-            judged(n, part)
+    seen: list[MutantResult] = []
+    local = jobs <= 1 or len(cells) < 2
+    if executor is None or (local and not remote):
+        executor = LocalExecutor(1 if local else jobs)
+    if local and not remote:
+        chunks = [[c] for c in cells]
+        shared = CampaignShared(
+            {f.name: f for f in fixtures},
+            baselines,
+            originals,
+            targets,
+            seed,
+            timeout_s,
+            limit,
+            operators=by_name,
+        )
     else:
         # Interleaved chunks, several per worker, so progress moves and the load balances.
-        count = min(len(cells), jobs * 8)
-        chunks = [cells[i::count] for i in range(count)]
-        with worker_pool(
-            jobs, _init_worker, (list(_picklable(fixtures)), baselines, originals, dict(targets))
-        ) as pool:
-            futures = {
-                pool.submit(_run_cells, (c, seed, timeout_s, limit)): len(c) for c in chunks if c
-            }
-            done = 0
-            for future in as_completed(futures):
-                done += futures[future]
-                judged(done, future.result())
+        count = min(len(cells), 64 if remote else jobs * 8)
+        chunks = [c for c in (cells[i::count] for i in range(count)) if c]
+        shipment = pack(ship, _shipped_files(read)) if remote else None
+        shared = CampaignShared(
+            {f.name: f for f in _picklable(fixtures)},
+            baselines,
+            originals,
+            dict(targets),
+            seed,
+            timeout_s,
+            limit,
+            shipment=shipment,
+        )
+    cells_done = {"n": 0}
+
+    def judged(_n: int, index: int, part: list[MutantResult]) -> None:
+        cells_done["n"] += len(chunks[index])
+        if progress is not None:
+            seen.extend(part)
+            progress(cells_done["n"], len(cells), f"{len(seen)} mutants judged")
+
+    def failed(chunk: list[tuple[str, str]], why: str) -> list[MutantResult]:
+        return [
+            MutantResult(
+                fx,
+                op,
+                0,
+                (),
+                "cell not run",
+                by_name[op].expect,
+                MutantStatus.ORACLE_ERROR,
+                detail=why,
+            )
+            for fx, op in chunk
+        ]
+
+    parts = executor.map(_cells_unit, shared, chunks, failed=failed, done=judged)
+    results = [m for part in parts for m in part]
     order_fx = {f.name: i for i, f in enumerate(fixtures)}
     order_op = {op.name: i for i, op in enumerate(ops)}
     results.sort(key=lambda m: (order_fx[m.fixture], order_op[m.operator], m.index))
@@ -399,6 +454,14 @@ def _unusable(fx: FixtureInput, verdict: Verdict) -> InputError:
         f" {codes}); a campaign mutates valid fixtures"
     )
     return InputError(Finding("MUTATE.FIXTURE.UNUSABLE", message, location=where))
+
+
+def _shipped_files(read: list[Path]) -> list[Path]:
+    """The files the oracles read, less cbaudit's own data (every worker has its own)."""
+    from cbaudit.results.paths import registry_root
+
+    own = (Path(__file__).resolve().parent.parent, registry_root().resolve())
+    return [p for p in dict.fromkeys(read) if not any(r == p or r in p.parents for r in own)]
 
 
 def _picklable(fixtures: Sequence[FixtureInput]) -> list[FixtureInput]:

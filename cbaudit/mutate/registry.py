@@ -9,6 +9,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from cbaudit.mutate import (
+    ops_calc,
     ops_loop2,
     ops_loop4,
     ops_loop5,
@@ -31,6 +32,7 @@ _LOOP_MODULES: tuple[ModuleType, ...] = (
     ops_loop9,
     ops_loop10,
     ops_loop11,
+    ops_calc,
 )
 
 

@@ -6,9 +6,9 @@ Kinds (spec fields; schemas/check-<kind>.schema.json):
 * `replay`: `workload` (path), `policy` (id), optional `options` {`policy_options`,
   `cost_model`, `cost_options`, `horizon`, `seed`, `budgets`, `windows`, `validation`,
   `initial_state` (path to SchedulerState-shaped JSON/YAML), `per_request`, `goodput`,
-  `slo_window_ms`, `preemption`}, optional `expected` (the expected metrics, compared
-  canonically) and `assert` (metric path -> exact value; a fraction-bearing metric such as
-  `slot_occupancy` also takes "n/d").
+  `slo_window_ms`, `preemption`, `state_pool`, `graph_buckets`}, optional `expected` (the
+  expected metrics, compared canonically) and `assert` (metric path -> exact value; a
+  fraction-bearing metric such as `slot_occupancy` also takes "n/d").
 * `replay_report`: the JSON report `cbaudit replay -f json` gives, kept on file for
   compare-results: `workload` (manifest or generator spec), `policy`, `options` (as `replay`;
   `seed` draws a generator spec), `report` (compared canonically; `gate --update` rewrites it),
@@ -119,8 +119,22 @@ def replay_options(policy: str, opts: Mapping[str, Any], ctx: GateContext) -> Re
         initial=initial,
         per_request=bool(opts.get("per_request", True)),
         preemption=dict(opts.get("preemption") or {}),
+        state_pool=_state_pool(opts, ctx),
+        graph_buckets=dict(opts.get("graph_buckets") or {}),
         **_slo_options(opts, ctx),
     )
+
+
+def _state_pool(opts: Mapping[str, Any], ctx: GateContext) -> dict[str, Any]:
+    """`state_pool` with a profile file (not a shipped id) resolved inside the bundle."""
+    pool = dict(opts.get("state_pool") or {})
+    ref = pool.get("model")
+    if isinstance(ref, str) and ref:
+        from cbaudit.sim.profiles import shipped_profiles
+
+        if ref not in shipped_profiles():
+            pool["model"] = str(ctx.resolve(ref, field="options/state_pool/model"))
+    return pool
 
 
 def _slo_options(opts: Mapping[str, Any], ctx: GateContext) -> dict[str, Any]:

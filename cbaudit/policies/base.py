@@ -114,6 +114,9 @@ class PlanBuilder:
     _chosen: dict[int, PlanItem] = field(default_factory=dict)
     _blocks_used: int = 0
     _bs: int | None = field(init=False)
+    # a hybrid model's state pool (cbaudit.sim.state_pool.StatePool) and its slots left
+    _state_pool: Any = field(init=False, default=None)
+    state_slots_left: int | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         b = self.view.budgets
@@ -121,6 +124,10 @@ class PlanBuilder:
         self.seqs_left = b.sequence_budget
         self.free_blocks = self.view.free_blocks
         self._bs = b.kv_block_size
+        pool = getattr(self.view, "state_pool", None)
+        if pool is not None:
+            self._state_pool = pool
+            self.state_slots_left = pool.free
 
     @property
     def block_size(self) -> int | None:
@@ -154,7 +161,20 @@ class PlanBuilder:
 
     def take(self, req: LiveRequest, n: int, *, admit: bool = False) -> Reason | None:
         """Select [c, c+n) for `req` if every budget allows; else return the refusing reason
-        (`refusal`'s answer; the blocks it needs are computed once for both)."""
+        (`refusal`'s answer; the blocks it needs are computed once for both).
+
+        Admitting a request that holds no state slot also needs one from a hybrid model's
+        state pool (`DEFERRED_STATE_POOL` when none is left)."""
+        pool = self._state_pool
+        if admit and pool is not None and not pool.holds(req):
+            assert self.state_slots_left is not None
+            if self.state_slots_left <= 0:
+                return Reason.DEFERRED_STATE_POOL
+            reason = self.refusal(req, n)
+            if reason is None:
+                self.state_slots_left -= 1
+                self.select(req, n, admit=admit)
+            return reason
         if n <= 0 or self.tokens_left < n:
             return (
                 Reason.DEFERRED_TOKEN_BUDGET
@@ -207,6 +227,9 @@ class PlanBuilder:
             self._blocks_used -= need
         if req in self.admitted:
             self.admitted.remove(req)
+            pool = self._state_pool
+            if pool is not None and not pool.holds(req) and self.state_slots_left is not None:
+                self.state_slots_left += 1
 
     def defer(self, req: LiveRequest, reason: str) -> None:
         self.not_selected.append((req, str(reason)))
@@ -219,6 +242,9 @@ class PlanBuilder:
         self.not_selected.append((req, Reason.PREEMPTED.value))
         if self.free_blocks is not None:
             self.free_blocks += req.blocks
+        pool = self._state_pool
+        if pool is not None and pool.holds(req) and self.state_slots_left is not None:
+            self.state_slots_left += 1  # its state leaves the device with it
 
     def reject(self, req: LiveRequest, reason: str) -> None:
         """Refuse admission for good: a user-visible outcome, never counted as SLO success."""

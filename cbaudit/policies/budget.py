@@ -28,6 +28,7 @@ class Reason(StrEnum):
     DEFERRED_KV_FULL_SEQUENCE = "DEFERRED_KV_FULL_SEQUENCE"
     DEFERRED_BEHIND_QUEUE_HEAD = "DEFERRED_BEHIND_QUEUE_HEAD"  # vLLM: the waiting pass stopped
     NOT_READY_REMOTE_KV = "NOT_READY_REMOTE_KV"  # waiting on foreign (remote) K/V
+    DEFERRED_STATE_POOL = "DEFERRED_STATE_POOL"  # a hybrid model's state pool has no slot
     PREEMPTED = "PREEMPTED"
 
 

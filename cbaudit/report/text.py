@@ -115,6 +115,11 @@ def layout(report: Report, verbosity: int) -> list[Line | Rows]:
     style = {"PASS": "green bold", "FAIL": "red bold"}.get(verdict, "red bold")
     checked = ", ".join(parts) if parts else "nothing checked"
     out.append(Line(((verdict, style), (f": {report.command}: {checked}", ""))))
+    if report.executor is not None and verbosity > 0:
+        ex = report.executor
+        hosts = ", ".join(str(h) for h in ex.get("hosts", ())) or "none"
+        where = f"ran on {ex.get('kind')} at {ex.get('address')}"
+        out.append(Line(((f"{where}: {ex.get('workers')} workers; hosts {hosts}", ""),)))
     return out
 
 

@@ -194,6 +194,7 @@ class _View:
         "iteration",
         "now",
         "running",
+        "state_pool",
         "state_version",
         "waiting",
     )
@@ -207,6 +208,7 @@ class _View:
         running: Sequence[LiveRequest],
         waiting: Sequence[LiveRequest],
         free_blocks: int | None,
+        state_pool: Any = None,
     ) -> None:
         self.state_version = state_version
         self.iteration = iteration
@@ -215,6 +217,7 @@ class _View:
         self.running = running
         self.waiting = waiting
         self.free_blocks = free_blocks
+        self.state_pool = state_pool  # a hybrid model's state pool (None: no such pool)
 
 
 def identity_of(policy: Policy) -> PolicyIdentity:
@@ -257,6 +260,7 @@ class Engine:
         cross_check: bool = False,
         step_observer: Callable[[Any], None] | None = None,
         stretches: bool = True,
+        state_pool: Any = None,
     ) -> None:
         self.identity = identity_of(policy)
         # called with a step_trace.StepEvent after each executed iteration (replay --steps)
@@ -271,8 +275,11 @@ class Engine:
         self.max_decisions = max_decisions
         self.max_findings = max_findings
         self.progress = progress
-        # None: preemption by recompute; a cbaudit.sim.preemption_swap.SwapPreemption: by swap
+        # None: preemption by recompute; a cbaudit.sim.preemption_swap.SwapPreemption: by
+        # recompute, swap or auto per victim
         self.preemption = preemption
+        # None, or a cbaudit.sim.state_pool.StatePool: a hybrid model's per-request state
+        self.state_pool = state_pool
         self.slot_clock = bool(getattr(cost, "is_unit", False))
         # a plan that only preempts is one iteration for a policy that says so (vLLM)
         self.preempt_only_steps = bool(getattr(policy, "preempt_only_is_a_step", False))
@@ -298,7 +305,8 @@ class Engine:
         self._init_loop_state()
         # quiet decode stretches in closed form (cbaudit.sim.stretch): only for a policy that
         # declares them, and never when every iteration must be seen (trace, cross-check, step
-        # observer) or when swap transfers can land inside a stretch
+        # observer), when swap transfers can land inside a stretch, or with a hybrid model's
+        # state pool (it observes every plan)
         self.stretches = (
             stretches
             and callable(getattr(policy, "decode_stretch", None))
@@ -306,13 +314,23 @@ class Engine:
             and not self.cross_check
             and step_observer is None
             and preemption is None
+            and state_pool is None
         )
         self.stretch_count = 0  # stretches taken (for tests and benchmarks)
         self.stretch_iterations = 0
 
     def cut(self, version: int, iteration: int, now: float, free: int | None) -> _View:
         """A published cut of the current queues (the policy's input)."""
-        return _View(version, iteration, now, self.budgets, self.running, self.waiting, free)
+        return _View(
+            version,
+            iteration,
+            now,
+            self.budgets,
+            self.running,
+            self.waiting,
+            free,
+            self.state_pool,
+        )
 
     def _contract_manifest(self) -> WorkloadManifest:
         """The contract's view of the workload, built one declaration at a time (no full JSON
@@ -520,6 +538,7 @@ class Engine:
             self.running,
             self.waiting,
             self.free,
+            self.state_pool,
         )
         builder = PlanBuilder(view, self.key_fn)
         self.policy.choose(view, builder)
@@ -541,6 +560,8 @@ class Engine:
         if self.cross_check:
             found = self._cross_check(found, self._contract_plan(*self._records))
         over = self._kv_overcommit(plan, self.free) if self.free is not None else None
+        if over is None and self.state_pool is not None:
+            over = self._state_overcommit(plan)
         if not found and over is None:
             return True
         at = self.iteration + 1
@@ -585,6 +606,22 @@ class Engine:
             "plan",
         )
 
+    def _state_overcommit(self, plan: Plan) -> EngineFinding | None:
+        """The plan's admissions against the free state slots plus what its preemptions
+        release (None: they fit)."""
+        pool = self.state_pool
+        need = sum(1 for r in plan.admitted if not pool.holds(r))
+        free = pool.free + sum(1 for v in plan.preempted if pool.holds(v))
+        if need <= free:
+            return None
+        return EngineFinding(
+            "REPLAY.STATE.BUDGET_EXCEEDED",
+            f"plan admits {need} requests that need a state slot; {free} of {pool.slots} are"
+            " free after preemption",
+            self.iteration + 1,
+            "plan",
+        )
+
     def _found(self, finding: EngineFinding) -> None:
         """Keep a finding unless `max_findings` are already kept."""
         if len(self.findings) < self.max_findings:
@@ -611,9 +648,11 @@ class Engine:
         kept, and the victim goes back to the front of the waiting queue."""
         self.preemptions += 1
         victim.preemptions += 1
-        if self.preemption is not None:  # exact preservation: frontiers kept off-device
-            self.preemption.swap_out(victim)
-        else:
+        if self.state_pool is not None:  # a hybrid model's state leaves the device too
+            self.state_pool.release(victim)
+        model = self.preemption
+        # swap (exact preservation) keeps the frontiers off-device; recompute discards them
+        if model is None or not model.preempt(victim, self.iteration + 1):
             victim.floor = max(victim.floor, victim.c)
             victim.c = 0
         if self.free is not None:
@@ -743,6 +782,10 @@ class Engine:
             self._retire(step.terminal)
         if self.step_observer is not None:
             self._observe_step(step, left)
+        if self.state_pool is not None:
+            total = self.budgets.kv_total_blocks
+            used = None if total is None or left is None else total - left
+            self.state_pool.observe(plan.not_selected, used)
         checked = step.done is None or self._check_result(step)
         self.rows.append(len(plan.items))
         self.tokens_iter.append(step.n_tokens)
@@ -771,6 +814,9 @@ class Engine:
         for r in admitted:
             r.queue = _RUNNING
             running.append(r)
+        if self.state_pool is not None:
+            for r in admitted:
+                self.state_pool.acquire(r)
 
     def _retire(self, terminal: list[tuple[LiveRequest, str]]) -> None:
         """Finished requests leave the running queue and release their K/V blocks."""
@@ -782,6 +828,8 @@ class Engine:
             if self.free is not None:
                 self.free += r.blocks
             r.blocks = 0
+            if self.state_pool is not None:
+                self.state_pool.release(r)
             st = self.stats[r.idx]
             st.finished = now
             st.finish_reason = why
@@ -945,6 +993,8 @@ class Engine:
             if r.rid in self.initial:
                 if r.queue is _RUNNING:
                     self.running.append(r)
+                    if self.state_pool is not None:
+                        self.state_pool.acquire(r)
                 elif r.queue is _WAITING:
                     self.waiting.append(r)
         if self.free is not None:

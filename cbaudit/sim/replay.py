@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -46,9 +46,15 @@ class ReplayOptions:
     # `e2e_ms`) replacing per-request SLOs, and the observation window; either one turns it on.
     goodput: Mapping[str, float] = field(default_factory=dict)
     slo_window_ms: float | None = None
-    # Preemption model (article 0x0C): empty = recompute; {mode: swap, link_bytes_per_ms, ...}
-    # preserves K/V off-device (cbaudit.sim.preemption_swap).
+    # Preemption model (article 0x0C, lecture 4): empty = recompute; {mode: swap | auto |
+    # recompute, link_bytes_per_ms, ...} (cbaudit.sim.preemption_swap).
     preemption: Mapping[str, Any] = field(default_factory=dict)
+    # A hybrid model's state pool (lecture 4): {capacity_bytes, bytes_per_request | model}
+    # (cbaudit.sim.state_pool); empty = none.
+    state_pool: Mapping[str, Any] = field(default_factory=dict)
+    # CUDA-graph buckets (lecture 4): {buckets: pow2 | stride:G | [sizes], max_batch}
+    # (cbaudit.sim.graph_padding); empty = no padding.
+    graph_buckets: Mapping[str, Any] = field(default_factory=dict)
     # A vLLM engine's arguments (`--engine-config`): budgets, vllm-v1 options, output limits.
     engine_config: EngineConfig | None = None
     # quiet decode stretches in closed form (cbaudit.sim.stretch); False runs every iteration
@@ -59,6 +65,10 @@ class ReplayOptions:
         extra: dict[str, Any] = {}
         if self.preemption:
             extra["preemption"] = dict(sorted(self.preemption.items()))
+        if self.state_pool:
+            extra["state_pool"] = dict(sorted(self.state_pool.items()))
+        if self.graph_buckets:
+            extra["graph_buckets"] = dict(sorted(self.graph_buckets.items()))
         if self.goodput:
             extra["goodput"] = dict(sorted(self.goodput.items()))
         if self.slo_window_ms is not None:
@@ -204,12 +214,19 @@ def run(
         raise InputError.at("REPLAY.POLICY.OPTION", why, source, pointer="/budgets")
     cost = make_cost_model(options.cost_model, options.cost_options, file=source, base_dir=base_dir)
     evidence = getattr(cost, "evidence_class", EvidenceClass.SYNTHETIC)
-    from cbaudit.sim.preemption_swap import make_preemption
+    buckets = None
+    if options.graph_buckets:
+        from cbaudit.sim.graph_padding import GraphPaddedCost, make_graph_buckets
 
-    try:
-        preemption = make_preemption(options.preemption)
-    except ValueError as err:
-        raise InputError.at("REPLAY.PREEMPTION.OPTION", str(err), source) from None
+        try:
+            buckets = make_graph_buckets(options.graph_buckets)
+        except ValueError as err:
+            raise InputError.at("REPLAY.GRAPH_BUCKETS.OPTION", str(err), source) from None
+        if buckets is not None:
+            cost = GraphPaddedCost(cost, buckets)
+    state_pool, preemption = _pools(options, cost, source, base_dir)
+    if preemption is not None and workload.budgets.kv_block_size is not None:
+        preemption.block_size = workload.budgets.kv_block_size
     recorder = None
     if steps > 0:
         from cbaudit.sim.step_trace import StepRecorder
@@ -227,6 +244,7 @@ def run(
         preemption=preemption,
         step_observer=recorder,
         stretches=options.stretches,
+        state_pool=state_pool,
     )
     result = engine.run()
     if recorder is not None:
@@ -253,11 +271,45 @@ def run(
         metrics["policy_report"] = policy.report()
     if "preemption" in result.extra:
         metrics["preemption"] = result.extra["preemption"]
+    if preemption is not None and preemption.extended:
+        metrics["preemption_log"] = preemption.log_report()
+    if state_pool is not None:
+        kv_bytes = getattr(getattr(cost, "model", None), "kv_bytes_per_token", None)
+        if kv_bytes is None:
+            kv_bytes = state_pool.kv_bytes_per_token
+        bs = workload.budgets.kv_block_size
+        block_bytes = None if kv_bytes is None or bs is None else int(kv_bytes * bs)
+        metrics["pools"] = state_pool.report(workload.budgets.kv_total_blocks, block_bytes)
+    if buckets is not None:
+        metrics["graph_padding"] = buckets.totals(result.tokens_per_iteration)
     metrics["options"] = options.describe()
     metrics["cost_model"] = (
         cost.describe() if hasattr(cost, "describe") else {"name": options.cost_model}
     )
     return result, metrics, evidence
+
+
+def _pools(
+    options: ReplayOptions, cost: Any, source: str | None, base_dir: Path | None
+) -> tuple[Any, Any]:
+    """The state pool and the preemption model the options declare (either may be None)."""
+    from cbaudit.sim.preemption_swap import defaults_of, make_preemption
+    from cbaudit.sim.state_pool import make_state_pool
+
+    defaults = defaults_of(cost)
+    model = getattr(cost, "model", None)
+    model_state = getattr(model, "state_bytes_per_request", None)
+    try:
+        pool = make_state_pool(options.state_pool, model_state, base_dir)
+    except ValueError as err:
+        raise InputError.at("REPLAY.STATE_POOL.OPTION", str(err), source) from None
+    if pool is not None:
+        defaults = replace(defaults, state_bytes=pool.bytes_per_request)
+    try:
+        preemption = make_preemption(options.preemption, defaults, state_pool=pool)
+    except ValueError as err:
+        raise InputError.at("REPLAY.PREEMPTION.OPTION", str(err), source) from None
+    return pool, preemption
 
 
 def to_result(

@@ -344,6 +344,16 @@ def coordinates(
         else dict(options.policy_options),
         "tie_break": identity.tie_break.to_json(),
     }
+    run_coords: dict[str, Any] = {
+        "policy": canon(policy),
+        "budgets": canon(workload.budgets.to_json()),
+        "cost_model": canon({k: v for k, v in cost_desc.items() if k not in ("model", "hardware")}),
+        "horizon": "none: run to completion" if options.horizon is None else str(options.horizon),
+        "preemption": canon(dict(options.preemption)) if options.preemption else "recompute",
+        "initial_state": _initial(options),
+    }
+    if options.state_pool:  # only when declared: earlier reports keep their coordinates
+        run_coords["state_pool"] = canon(dict(options.state_pool))
     return {
         "model": model,
         "hardware_parallelism": hardware,
@@ -358,18 +368,7 @@ def coordinates(
         "slo": _slo(workload, options),
         "load": _load(workload, source),
         "evidence_class": evidence.value,
-        "run": {
-            "policy": canon(policy),
-            "budgets": canon(workload.budgets.to_json()),
-            "cost_model": canon(
-                {k: v for k, v in cost_desc.items() if k not in ("model", "hardware")}
-            ),
-            "horizon": "none: run to completion"
-            if options.horizon is None
-            else str(options.horizon),
-            "preemption": canon(dict(options.preemption)) if options.preemption else "recompute",
-            "initial_state": _initial(options),
-        },
+        "run": run_coords,
         "recorded": {
             "seed": source.seed,
             "seed_role": SEED_ROLE_GENERATOR if source.kind == "generator" else SEED_ROLE_FIXED,

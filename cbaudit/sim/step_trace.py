@@ -97,6 +97,11 @@ class StepRecorder:
         if self.full:
             return
         shape = event.shape
+        cost, costed, padding = self.cost, shape, None
+        pad = getattr(cost, "pad", None)
+        if callable(pad):  # CUDA-graph buckets: the step runs padded to its bucket
+            costed, padding = pad(shape)
+            cost = cost.inner
         record: dict[str, Any] = {
             "iteration": event.iteration,
             "start": round(event.start, 6),
@@ -105,7 +110,7 @@ class StepRecorder:
             "prefill_chunks": len(shape.prefill_chunks),
             "prefill_tokens": shape.prefill_tokens,
             "tokens": shape.tokens,
-            "cost": explain_cost(self.cost, shape),
+            "cost": explain_cost(cost, costed),
             "admitted": list(event.admitted),
             "preempted": list(event.preempted),
             "rejected": list(event.rejected),
@@ -118,6 +123,9 @@ class StepRecorder:
                 "total_blocks": event.kv_total_blocks,
             },
         }
+        if padding is not None:
+            record["padding_tokens"] = padding
+            record["padded_tokens"] = costed.tokens
         self.steps.append(record)
 
 
@@ -139,6 +147,8 @@ def _line(step: dict[str, Any]) -> str:
     for key in ("admitted", "preempted", "rejected", "finished"):
         if step[key]:
             parts.append(f"{key} {', '.join(step[key])}")
+    if step.get("padding_tokens"):
+        parts.append(f"padded by {step['padding_tokens']} token(s) to {step['padded_tokens']}")
     kv = step["kv"]
     if kv is not None:
         parts.append(f"K/V blocks left {kv['blocks_left']} of {kv['total_blocks']}")

@@ -65,9 +65,14 @@ def _quiet(engine: Engine, step: Executed) -> bool:
 
 
 def _decode_cost(engine: Engine) -> Any:
-    """The cost model's closed decode form `(rows, context_sum) -> ms`, else None."""
-    fn = getattr(engine.cost, "decode_step_ms", None)
-    return fn if callable(fn) else None
+    """The cost model's closed decode form `(rows, context_sum) -> ms`, else None.
+
+    Looked up on the class: a wrapper that delegates unknown attributes to an inner model
+    (CUDA-graph padding) must not hand out the inner model's form, which skips the wrapper."""
+    cost = engine.cost
+    if not callable(getattr(type(cost), "decode_step_ms", None)):
+        return None
+    return getattr(cost, "decode_step_ms")  # noqa: B009 (not part of the StepCost protocol)
 
 
 def run_stretch(engine: Engine, step: Executed) -> None:

@@ -8,22 +8,24 @@ the spread is the range of the per-repeat capacities. One replay at one rate is 
 rate, not a capacity.
 
 Cells are pure functions of plain data (`run_cell`): the same cell gives the same JSON in any
-process, in any order, so they run in a local process pool here and can run unchanged on a
-cluster engine (e.g. as Ray tasks) when a sweep outgrows one machine.
+process, in any order, so they run through an executor (`cbaudit.io.executor`): a local process
+pool by default, Ray tasks on a cluster when a sweep outgrows one machine. For a cluster the
+config carries the content of every file the generator spec names (`shipment`), so a worker
+needs no shared file system; results are merged in cell order either way.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from cbaudit.io.executor import Executor, LocalExecutor
 from cbaudit.io.loader import Document
 from cbaudit.io.schemas import validate
-from cbaudit.io.workers import worker_pool
+from cbaudit.io.shipping import Shipment, relocated
 from cbaudit.model import Finding, InputError, Location
 from cbaudit.model.progress import Progress
 
@@ -60,6 +62,28 @@ class SweepConfig:
     goodput: Mapping[str, float] = field(default_factory=dict)
     window_ms: float | None = None
     base_seed: int | None = None  # None: the spec's own `seed`
+    # For a cluster: the bytes of the files the spec names (see `referenced_files`).
+    shipment: Shipment | None = None
+
+
+def referenced_files(spec: Mapping[str, Any], base_dir: Path) -> list[Path]:
+    """Every file a generator spec names (each `path` string, relative to `base_dir`)."""
+    found: list[Path] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if key == "path" and isinstance(value, str) and value:
+                    p = Path(value)
+                    found.append(p if p.is_absolute() else base_dir / p)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(spec)
+    return found
 
 
 def require_generator(doc: Document) -> None:
@@ -168,32 +192,43 @@ def _dicts(err: InputError) -> list[dict[str, Any]]:
     return [f.to_dict() for f in err.findings]
 
 
+def _cell_unit(config: SweepConfig, cell: tuple[float, int]) -> dict[str, Any]:
+    """One cell as an executor unit: with a shipment, in its relocated copy of the inputs."""
+    if config.shipment is None:
+        return run_cell(config, *cell)
+    with relocated(config.shipment) as where:
+        here = replace(config, base_dir=str(where.rebase(Path(config.base_dir))), shipment=None)
+        result: dict[str, Any] = where.restore(run_cell(here, *cell))
+        return result
+
+
+def _cell_failed(spec_file: str, cell: tuple[float, int], why: str) -> dict[str, Any]:
+    """The error result of a cell its executor could not run (it is never dropped)."""
+    rate, repeat = cell
+    message = f"cell rate {rate:g}, repeat {repeat}: {why}"
+    error = {
+        "code": "SWEEP.CELL.FAILED",
+        "message": message,
+        "location": {"file": spec_file, "pointer": ""},
+    }
+    return {"rate": rate, "repeat": repeat, "seed": None, "error": [error]}
+
+
 def _run_cells(
     config: SweepConfig,
     cells: Sequence[tuple[float, int]],
-    jobs: int,
+    executor: Executor,
     progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
-    def tell(done: int, rate: float, rep: int) -> None:
+    def tell(done: int, index: int, _result: dict[str, Any]) -> None:
         if progress is not None:
+            rate, rep = cells[index]
             progress(done, len(cells), f"rate {rate:g}, repeat {rep}")
 
-    if jobs <= 1 or len(cells) <= 1:
-        out: list[dict[str, Any]] = []
-        for rate, rep in cells:
-            out.append(run_cell(config, rate, rep))
-            tell(len(out), rate, rep)
-        return out
-    results: list[dict[str, Any] | None] = [None] * len(cells)
-    with worker_pool(jobs) as pool:
-        futures = {
-            pool.submit(run_cell, config, rate, rep): i for i, (rate, rep) in enumerate(cells)
-        }
-        for done, future in enumerate(as_completed(futures), 1):
-            i = futures[future]
-            results[i] = future.result()
-            tell(done, *cells[i])
-    return [r for r in results if r is not None]
+    def failed(cell: tuple[float, int], why: str) -> dict[str, Any]:
+        return _cell_failed(config.spec_file, cell, why)
+
+    return executor.map(_cell_unit, config, list(cells), failed=failed, done=tell)
 
 
 def run_sweep(
@@ -203,21 +238,22 @@ def run_sweep(
     repeats: int,
     attainment: float,
     jobs: int = 1,
+    executor: Executor | None = None,
     runner: Callable[[SweepConfig, Sequence[tuple[float, int]], int], list[dict[str, Any]]]
     | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Every cell, the per-rate summary and the goodput-capacity estimate with its spread.
 
-    `runner` replaces the local process pool (e.g. with a cluster engine's map); it must return
-    one `run_cell` result per cell, in the order given. `progress` hears of each finished cell
-    of the local pool.
+    `executor` runs the cells (default: `jobs` local processes). `runner`, kept for callers
+    that bring their own map, must return one `run_cell` result per cell, in the order given.
+    `progress` hears of each finished cell.
     """
     cells = [(rate, rep) for rate in rates for rep in range(repeats)]
     if runner is not None:
         results = runner(config, cells, jobs)
     else:
-        results = _run_cells(config, cells, jobs, progress)
+        results = _run_cells(config, cells, executor or LocalExecutor(jobs), progress)
     errors = [r for r in results if "error" in r]
     if errors:
         raise InputError(

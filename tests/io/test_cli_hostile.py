@@ -131,6 +131,21 @@ def _slots(tmp: Path) -> list[Slot]:
             codes=(("missing", "PROFILE.NOT_FOUND"),),
         ),
         Slot(
+            "new bundle --article",
+            ("new", "bundle", "scaffolded", "--article", "{}", "--dir", str(tmp)),
+            suffix=".md",
+            # the article is hashed, never parsed: only a path that is no readable file is unusable
+            skip=(
+                "truncated",
+                "top-level-list",
+                "deep",
+                "not-utf8",
+                "huge-float",
+                "huge-int",
+                "wrong-shape",
+            ),
+        ),
+        Slot(
             "gate bundle.yaml",
             ("gate", "{dir}", "-j", "1"),
             suffix="bundle.yaml",
@@ -214,7 +229,8 @@ def test_unusable_input_exits_2_with_its_code(
     _companions(tmp_path)
     slot = next(s for s in _slots(tmp_path) if s.id == slot_id)
     argv, path = _place(slot, hostile, tmp_path)
-    fmt = [] if slot.argv[:2] == ("bench", "attach") else ["--format", "json"]
+    no_report = slot.argv[:2] in (("bench", "attach"), ("new", "bundle"))  # they write files
+    fmt = [] if no_report else ["--format", "json"]
     run = cli(*argv, *fmt)
     assert run.code == 2, (run.code, run.out[-2000:], run.err[-2000:])
     assert "Traceback" not in run.out + run.err

@@ -9,7 +9,7 @@ from dataclasses import fields
 from typing import Any
 
 import pytest
-from repo_paths import CONFORMANCE, M52
+from repo_paths import CONFORMANCE, LECTURE4, M52
 
 from cbaudit.checks.bundle import load_bundle
 from cbaudit.checks.interface import CheckKind, build_kinds, targets_of
@@ -20,15 +20,19 @@ from cbaudit.mutate.registry import OPERATORS
 
 NAMES = sorted(KINDS)
 COMMON = "check-common.schema.json#/$defs/"
-DECLARED = load_bundle(M52, KINDS).checks + load_bundle(CONFORMANCE, KINDS).checks
+DECLARED = [
+    *load_bundle(M52, KINDS).checks,
+    *load_bundle(CONFORMANCE, KINDS).checks,
+    *load_bundle(LECTURE4, KINDS).checks,
+]
 
 
 def test_the_registry_is_the_dict_of_every_kind() -> None:
-    """Every kind the shipped bundles use (M5.2, the vLLM conformance corpus) is registered,
-    under its own name, and nothing else."""
+    """Every kind the shipped bundles use (M5.2, the vLLM conformance corpus, lecture 4) is
+    registered, under its own name, and nothing else."""
     assert {c.kind for c in DECLARED} == set(KINDS)
     assert all(kind.name == name for name, kind in KINDS.items())
-    assert len(KINDS) == 26
+    assert len(KINDS) == 27
 
 
 def test_a_name_given_twice_is_refused() -> None:
@@ -63,7 +67,7 @@ def test_schema_is_shipped_listed_and_closed(name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_an_example_from_the_bundle_parses_and_runs_callably(name: str) -> None:
-    """Each kind has a check in the M5.2 bundle that parses into its spec type."""
+    """Each kind has a check in a shipped bundle that parses into its spec type."""
     examples = [c for c in DECLARED if c.kind == name]
     assert examples, name
     for check in examples:
@@ -96,6 +100,7 @@ def test_targets_come_from_the_kinds_in_registry_order() -> None:
         "results:contracts",
         "results:results",
         "results:closure",
+        "calculator-claims",
     ]
     assert {op.target for op in OPERATORS.values()} <= set(TARGETS)
 

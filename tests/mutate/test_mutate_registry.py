@@ -22,6 +22,7 @@ from _mutate_paths import (
     LOOP11_SENSITIVITY,
     RESULTS,
 )
+from repo_paths import LECTURE4
 
 from cbaudit.contract.codes import CODES
 from cbaudit.contract.packing import PACK_CODES
@@ -29,6 +30,7 @@ from cbaudit.contract.preemption import CODES as PREEMPTION_CODES
 from cbaudit.io import load_document
 from cbaudit.kinds import TARGETS
 from cbaudit.mutate import (
+    ops_calc,
     ops_loop2,
     ops_loop4,
     ops_loop5,
@@ -43,9 +45,17 @@ from cbaudit.mutate import (
 from cbaudit.mutate.operators import Operator, OperatorRegistry
 from cbaudit.mutate.registry import OPERATORS
 from cbaudit.mutate.targets import detect
-from cbaudit.oracles import admission, chunked_prefill, selective_batching, slo_oracle
+from cbaudit.oracles import (
+    admission,
+    calculator_claims,
+    chunked_prefill,
+    selective_batching,
+    slo_oracle,
+)
 from cbaudit.oracles.fairness import oracle as fairness_oracle
 from cbaudit.oracles.runtime_codes import CODES as RUNTIME_CODES
+
+LECTURE4_CLAIMS = LECTURE4 / "claims" / "checks.yaml"
 
 #: The Loop 11 audits list their codes in their module docstrings and messages.
 LOOP11_CODES = {
@@ -79,6 +89,7 @@ KNOWN_CODES = (
     | set(RUNTIME_CODES)
     | {"PREEMPT.PHYSICAL.LEAK"}  # raised by the Loop 9 oracle before its schema check
     | LOOP11_CODES
+    | set(calculator_claims.CODES)
 )
 FIXTURE_OF = {
     "plan-case": LOOP2_VALID,
@@ -93,6 +104,7 @@ FIXTURE_OF = {
     "results:contracts": CONTRACTS,
     "results:results": RESULTS,
     "results:closure": LOOP11_CLOSURE,
+    "calculator-claims": LECTURE4_CLAIMS,
 }
 
 
@@ -115,6 +127,7 @@ def test_registry_is_exactly_the_loop_modules() -> None:
         ops_loop9,
         ops_loop10,
         ops_loop11,
+        ops_calc,
     )
     assert modules == registry._LOOP_MODULES
     assert [op.name for m in modules for op in m.OPERATORS] == list(OPERATORS)

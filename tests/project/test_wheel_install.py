@@ -129,6 +129,8 @@ def test_one_real_command_of_each_runs_from_the_plain_install(
         ["gate", bundle, "-j", "1"],
         ["schema", "list"],
         ["model", "step-time", "-m", "lecture4-dense-70b-fp16", "-H", "lecture4-h100-sxm"],
+        ["new", "bundle", "scaffolded", "--dir", tmp_path],
+        ["gate", tmp_path / "scaffolded", "-j", "1"],
         ["schema", "export", tmp_path / "schemas"],
     ]  # fmt: skip
     for args in runs:

@@ -138,6 +138,25 @@ def test_vllm_v1_priority_and_max_model_len_equal_per_iteration() -> None:
             assert _canonical(fast.report()) == _canonical(slow.report()), (opts, seed)
 
 
+def test_graph_padded_cost_equals_per_iteration_path() -> None:
+    """A cost wrapper (CUDA-graph buckets) is used as a whole, never its inner decode form."""
+    from cbaudit.sim.graph_padding import GraphPaddedCost, make_graph_buckets
+
+    buckets = make_graph_buckets({"buckets": "pow2", "max_batch": 16})
+    assert buckets is not None
+    taken = 0
+    for seed in SEEDS:
+        wl = _workload(seed, "ms")
+        runs = []
+        for stretches in (False, True):
+            cost = GraphPaddedCost(_cost("roofline"), buckets)
+            runs.append(_run(wl, POLICIES.create("vllm-v1", {}), cost, stretches=stretches))
+        slow, fast = runs
+        assert _canonical(fast.report()) == _canonical(slow.report()), seed
+        taken += fast.stretch_iterations
+    assert taken > 0
+
+
 def test_bounds_inside_a_stretch_end_it_exactly() -> None:
     """Horizon and decision limits falling inside a stretch stop both paths at the same cut."""
     wl = _workload(3, "tick")
