@@ -1,174 +1,366 @@
-"""Replay speed on a real request trace: simulated iterations and requests per wall second.
+"""Replay speed and memory on real request traces, side by side with peers, interleaved A B A B.
 
-    .venv/bin/python benchmarks/replay_speed.py [--trace ../shared/traces/splitwise_code.csv]
+    .venv/bin/python benchmarks/replay_speed.py [--trace FILE]... [--rounds 5]
+        [--reference] [--limit N] [--blis BIN [--blis-data DIR]] [--vidur DIR]
+        [--vidur-scheduler sarathi|vllm] [--rss-ratio N]
 
-Replays the Splitwise code trace (8,819 requests) with `sarathi-serve` and `vllm-v1` under the
-roofline cost model, with contract validation on (`--validate contract`: the contract's
-incremental validator, `cbaudit.contract.live`, on every plan and result), and prints
-iterations per wall second, requests per wall second, and the wall-time ratio of 10x versus 1x
-requests (10 back-to-back copies of the trace; linear scaling gives a ratio near 10). For
-comparison it also times `--validate off` on the whole trace and, on a prefix, the record
-validator every iteration (the engine's `cross_check` hook: full SchedulerState, IterationPlan
-and IterationResult records through `check_state` / `check_plan` / `check_result`, which is
-what `contract` cost before it became incremental). Each figure is the best of `--repeat` runs.
-Wall-clock figures are printed, never written into a report.
+Configuration (printed before the figures): vLLM-shaped scheduling (`vllm-v1`), token budget
+2048 (`max_num_batched_tokens`), 256 sequences (`max_num_seqs`), K/V block 16, 26,312 blocks,
+roofline Llama-3-8B on an H100 (`mfu=0.7`, `mbu` the profile's 1.0), contract validation on,
+the default report (summaries) written to a file. Default trace: the Splitwise code trace
+(`../shared/traces/splitwise_code.csv`, 8,819 requests); `--trace` takes any Splitwise/Vidur
+(`arrived_at,num_prefill_tokens,num_decode_tokens`) or Azure (`TIMESTAMP,ContextTokens,
+GeneratedTokens`) CSV, repeatable.
+
+Tools, each timed as a whole process, start to exit (interpreter start-up, imports, trace
+parse, replay, metrics, report written):
+
+* `cbaudit`: `cbaudit replay run TRACE -p vllm-v1 ...` (the fast path: quiet decode stretches);
+* `cbaudit-ref` (`--reference`): the same with `--per-iteration` (every iteration through the
+  policy and the checks; the same report, checked byte for byte here);
+* `blis` (`--blis` binary, built outside the repository; `--blis-data` its checkout with
+  `defaults.yaml`, `model_configs/`, `hardware_config.json`): `blis replay` on the same rows
+  converted to its TraceV2 pair (outside the timing), roofline `llama-3.1-8b-instruct` (same
+  shape as Llama-3-8B) on H100, `--cache-signal-delay 0` (its fastest mode);
+* `vidur-<scheduler>` (`--vidur` checkout with its own `.venv`): `python -m vidur.main` with
+  the trace-replay generator on the same rows, batch cap 256, block 16, 26,312 blocks, chunk
+  2048 (sarathi), no plots or traces; one untimed warm-up run first (predictor cache).
+
+Each round runs every tool once in the same order (A B C A B C ...), so all see the same load;
+the load average is printed before every round. Printed per tool: min and median wall seconds,
+requests per second at the median, peak RSS (the child's ru_maxrss); then cbaudit's wall-time
+ratio to each peer (median and min) and its requests/s ratio. A run that fails or finishes
+fewer requests than the trace has stops the benchmark (exit 1). `--rss-ratio N` also runs
+cbaudit on the first N rows of each trace, interleaved with the whole trace, and prints the
+peak-RSS ratio whole / first N (the flat-memory check: the 19k-request conversation trace
+against its first 2,000 rows). Nothing of the peers is part of this repository.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
-from cbaudit.policies.registry import POLICIES
-from cbaudit.sim.engine import Engine, Validation
-from cbaudit.sim.workload import RequestDecl, Workload, workload_from_data
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_TRACE = REPO.parent / "shared" / "traces" / "splitwise_code.csv"
+TOKEN_BUDGET, SEQ_BUDGET, BLOCK, BLOCKS = 2048, 256, 16, 26312
+BLIS_MODEL = "meta-llama/llama-3.1-8b-instruct"
+BLIS_MODEL_DIR = "model_configs/llama-3.1-8b-instruct"
+VIDUR_MODEL, VIDUR_DEVICE = "meta-llama/Meta-Llama-3-8B", "a100"
+RF = "random_forrest_execution_time_predictor_config"  # (Vidur's spelling)
+VIDUR_LOOP = re.compile(r"(\d\d:\d\d:\d\d) simulator\.py:\d+\] (Starting|Simulation ended)")
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_TRACE = HERE.parent.parent / "shared" / "traces" / "splitwise_code.csv"
-BUDGETS = {"token_budget": 2048, "sequence_budget": 256}
-
-
-def load_trace(path: Path, limit: int | None = None) -> Workload:
-    """The trace as a workload: the workload helper's importer, else a minimal CSV reader."""
-    try:
-        from cbaudit.sim.workload_gen import import_trace_json
-
-        data = import_trace_json(path, budgets=BUDGETS, limit=limit)
-    except ImportError:
-        data = _minimal_reader(path, limit)
-    return workload_from_data(data, str(path))
+Rows = list[tuple[Decimal, int, int]]
 
 
-def _minimal_reader(path: Path, limit: int | None) -> dict[str, Any]:
-    import csv
+def read_trace(path: Path, limit: int | None = None) -> tuple[list[str], list[list[str]], Rows]:
+    """The CSV's header and raw rows, and (arrival s from the first row, prompt, output)."""
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        head = [h.strip() for h in next(reader)]
+        raw = [r for r in reader if r][:limit]
+    if head[:3] == ["arrived_at", "num_prefill_tokens", "num_decode_tokens"]:
+        rows = [(Decimal(r[0]), int(r[1]), int(r[2])) for r in raw]
+    elif head[:3] == ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]:
 
-    reqs: list[dict[str, Any]] = []
-    hidden: dict[str, int] = {}
-    with path.open(newline="") as fh:
-        for i, row in enumerate(csv.DictReader(fh)):
-            if limit is not None and i >= limit:
-                break
-            rid = f"splitwise-{i:06d}"
-            out = int(row["num_decode_tokens"])
-            reqs.append(
-                {
-                    "request_id": rid,
-                    "arrival": float(row["arrived_at"]) * 1000.0,
-                    "prompt_tokens": int(row["num_prefill_tokens"]),
-                    "max_output_tokens": out,
-                }
-            )
-            hidden[rid] = out
-    return {
-        "schema_version": 1,
-        "workload_id": path.stem,
-        "clock": {"unit": "ms"},
-        "budgets": BUDGETS,
-        "requests": reqs,
-        "fixture_only_hidden_truth": {"realized_output_tokens": hidden},
-    }
+        def seconds(t: str) -> Decimal:
+            stamp, _, frac = t.strip().partition(".")
+            base = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+            return Decimal(int(base.timestamp())) + (Decimal("0." + frac) if frac else 0)
+
+        rows = [(seconds(r[0]), int(r[1]), int(r[2])) for r in raw]
+    else:
+        sys.exit(f"{path}: unknown trace header {head!r}")
+    t0 = rows[0][0]
+    return head, raw, [(t - t0, p, d) for t, p, d in rows]
 
 
-def tiled(workload: Workload, copies: int) -> Workload:
-    """`copies` back-to-back copies of the trace (arrivals shifted by its span)."""
-    span = max(r.arrival for r in workload.requests) + 1000.0
-    n = len(workload.requests)
-    reqs: list[RequestDecl] = []
-    hidden: dict[str, int] = {}
-    for k in range(copies):
-        for r in workload.requests:
-            rid = f"{r.request_id}-x{k}"
-            reqs.append(
-                replace(
-                    r,
-                    request_id=rid,
-                    arrival=r.arrival + k * span,
-                    arrival_order=r.arrival_order + k * n,
-                )
-            )
-            hidden[rid] = workload.realized_output(r)
-    return replace(workload, requests=tuple(reqs), hidden_realized=hidden)
+def write_prefix(head: list[str], raw: list[list[str]], path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(head)
+        w.writerows(raw)
 
 
-def cost_model() -> Any:
-    try:
-        from cbaudit.sim.cost_models import get_cost_model
-
-        return get_cost_model("roofline", {"hardware": "nvidia-h100-sxm"}), "roofline"
-    except Exception as err:  # the roofline model is the workload helper's; fall back honestly
-        from cbaudit.sim.cost_unit import UnitCostModel
-
-        print(f"(roofline cost model unavailable: {err}; using unit)")
-        return UnitCostModel(), "unit"
+BLIS_COLUMNS = (
+    "request_id,client_id,tenant_id,slo_class,session_id,round_index,prefix_group,"
+    "prefix_length,streaming,input_tokens,output_tokens,text_tokens,image_tokens,audio_tokens,"
+    "video_tokens,reason_ratio,model,deadline_us,server_input_tokens,arrival_time_us,"
+    "send_time_us,first_chunk_time_us,last_chunk_time_us,num_chunks,status,error_message,"
+    "finish_reason"
+)
 
 
-def timed(
-    workload: Workload,
-    policy: str,
-    validation: Validation,
-    cost: Any,
-    *,
-    repeat: int = 1,
-    records: bool = False,
-) -> dict[str, Any]:
-    """Replay `repeat` times; the fastest wall time (with `records`, also the record validator)."""
-    wall = float("inf")
-    for _ in range(repeat):
-        engine = Engine(
-            workload, POLICIES.create(policy), cost, validation=validation, cross_check=records
-        )
+def write_blis_trace(rows: Rows, prefix: Path) -> None:
+    """BLIS's TraceV2 pair: a header YAML and a 27-column CSV (arrivals in integer us)."""
+    prefix.with_suffix(".yaml").write_text(
+        "trace_version: 3\ntime_unit: microseconds\nmode: real\nwarm_up_requests: 0\n"
+    )
+    with prefix.with_suffix(".csv").open("w") as fh:
+        fh.write(BLIS_COLUMNS + "\n")
+        for i, (t, p, d) in enumerate(rows):
+            us = int((t * 1_000_000).to_integral_value())
+            fh.write(f"{i},trace,,,,0,,0,false,{p},{d},{p},0,0,0,0,,0,0,{us},{us},0,0,0,ok,,\n")
+
+
+def write_vidur_trace(rows: Rows, path: Path) -> None:
+    with path.open("w") as fh:
+        fh.write("arrived_at,num_prefill_tokens,num_decode_tokens\n")
+        for t, p, d in rows:
+            fh.write(f"{t},{p},{d}\n")
+
+
+@dataclass
+class Tool:
+    name: str
+    argv: list[str]
+    cwd: Path | None
+    finished: Callable[[str], int]  # the run's stdout+stderr -> requests completed
+    walls: list[float] = field(default_factory=list)
+    rss_kib: list[int] = field(default_factory=list)
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def run_child(argv: list[str], cwd: Path | None) -> tuple[float, int, int, str]:
+    """(wall s, exit code, peak RSS KiB, stdout+stderr) of one child process."""
+    with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
-        run = engine.run()
-        wall = min(wall, time.perf_counter() - t0)
-    return {
-        "iterations": run.iterations,
-        "requests": len(run.requests),
-        "wall_s": wall,
-        "it_per_s": run.iterations / wall,
-        "req_per_s": len(run.requests) / wall,
-        "stop": run.stop_reason,
-        "findings": len(run.findings),
-    }
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    return wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss, text
 
 
-def main() -> None:
+def cbaudit_tool(cmd: list[str], trace: Path, report: Path, name: str, *extra: str) -> Tool:
+    argv = [
+        *cmd, "replay", "run", str(trace), "-p", "vllm-v1",
+        "--cost-model", "roofline",
+        "--cost-option", "hardware=nvidia-h100-sxm",
+        "--cost-option", "model=llama-3-8b-gqa-fp16",
+        "--cost-option", "mfu=0.7",
+        "--budget", f"token_budget={TOKEN_BUDGET}",
+        "--budget", f"sequence_budget={SEQ_BUDGET}",
+        "--budget", f"kv_block_size={BLOCK}",
+        "--budget", f"kv_total_blocks={BLOCKS}",
+        *extra, "-q", "-f", "json", "-o", str(report),
+    ]  # fmt: skip
+
+    def finished(_text: str) -> int:
+        metrics = json.loads(report.read_text())["results"][0]["metrics"]
+        tool.extra["iterations"] = str(metrics["iterations"])
+        tool.extra["report_bytes"] = str(report.stat().st_size)
+        return int(metrics["requests_finished"])
+
+    tool = Tool(name, argv, None, finished)
+    return tool
+
+
+def blis_tool(binary: Path, data: Path, prefix: Path) -> Tool:
+    argv = [
+        str(binary), "replay",
+        "--trace-header", str(prefix.with_suffix(".yaml")),
+        "--trace-data", str(prefix.with_suffix(".csv")),
+        "--model", BLIS_MODEL, "--latency-model", "roofline", "--hardware", "H100", "--tp", "1",
+        "--max-num-batched-tokens", str(TOKEN_BUDGET), "--max-num-seqs", str(SEQ_BUDGET),
+        "--block-size-in-tokens", str(BLOCK), "--total-kv-blocks", str(BLOCKS),
+        "--cache-signal-delay", "0",
+        "--defaults-filepath", str(data / "defaults.yaml"),
+        "--model-config-folder", str(data / BLIS_MODEL_DIR),
+        "--hardware-config", str(data / "hardware_config.json"),
+    ]  # fmt: skip
+
+    def finished(text: str) -> int:
+        m = json.loads(text[text.index("{") : text.rindex("}") + 1])
+        return int(m["completed_requests"])
+
+    return Tool("blis", argv, None, finished)
+
+
+def vidur_tool(checkout: Path, trace_csv: Path, out_dir: Path, scheduler: str) -> Tool:
+    kind = "sarathi" if scheduler == "sarathi" else "vllm"
+    size = "chunk_size" if kind == "sarathi" else "max_tokens_in_batch"
+    argv = [
+        str(checkout / ".venv" / "bin" / "python"), "-m", "vidur.main",
+        "--replica_config_device", VIDUR_DEVICE, "--replica_config_model_name", VIDUR_MODEL,
+        "--replica_config_tensor_parallel_size", "1", "--replica_config_num_pipeline_stages", "1",
+        "--cluster_config_num_replicas", "1",
+        "--request_generator_config_type", "trace_replay",
+        "--trace_request_generator_config_trace_file", str(trace_csv),
+        "--trace_request_generator_config_max_tokens", "16384",
+        "--replica_scheduler_config_type", kind,
+        f"--{kind}_scheduler_config_{size}", str(TOKEN_BUDGET),
+        f"--{kind}_scheduler_config_batch_size_cap", str(SEQ_BUDGET),
+        f"--{kind}_scheduler_config_block_size", str(BLOCK),
+        f"--{kind}_scheduler_config_num_blocks", str(BLOCKS),
+        f"--{RF}_prediction_max_prefill_chunk_size", "4096",
+        f"--{RF}_prediction_max_batch_size", "256",
+        f"--{RF}_prediction_max_tokens_per_request", "16384",
+        f"--{RF}_num_estimators", "100",
+        f"--{RF}_max_depth", "16",
+        f"--{RF}_min_samples_split", "2",
+        f"--{RF}_k_fold_cv_splits", "3",
+        "--metrics_config_output_dir", str(out_dir),
+        "--metrics_config_cache_dir", str(checkout / "cache"),
+        "--no-metrics_config_store_plots", "--no-metrics_config_enable_chrome_trace",
+        "--no-metrics_config_write_json_trace",
+    ]  # fmt: skip
+
+    def finished(text: str) -> int:
+        stamps = VIDUR_LOOP.findall(text)
+        if len(stamps) == 2:  # Vidur's own loop, from its 1-second log stamps
+            a, b = (datetime.strptime(t, "%H:%M:%S") for t, _ in stamps)
+            loops.append((b - a).total_seconds())
+            tool.extra["sim_loop_s_median"] = f"{statistics.median(loops):.0f}+-1"
+        found = sorted(out_dir.rglob("request_metrics.csv"), key=lambda p: p.stat().st_mtime)
+        n = 0
+        if found:
+            with found[-1].open() as fh:
+                n = sum(1 for _ in fh) - 1
+        shutil.rmtree(out_dir, ignore_errors=True)
+        return n
+
+    loops: list[float] = []
+    tool = Tool(f"vidur-{scheduler}", argv, checkout, finished)
+    return tool
+
+
+def summary(tool: Tool, n: int) -> str:
+    lo, med = min(tool.walls), statistics.median(tool.walls)
+    extra = " ".join(f"{k}={v}" for k, v in sorted(tool.extra.items()))
+    return (
+        f"  {tool.name:14s} min {lo:7.2f} s  median {med:7.2f} s  {n / med:9.0f} req/s"
+        f"  peak RSS {max(tool.rss_kib) / 1024:6.0f} MiB  {extra}"
+    )
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def run_rounds(tools: list[Tool], rounds: int, n_of: dict[str, int]) -> bool:
+    for k in range(rounds):
+        print(f"  round {k + 1} ({load()})", flush=True)
+        for tool in tools:
+            wall, rc, rss, text = run_child(tool.argv, tool.cwd)
+            done = tool.finished(text) if rc == 0 else -1
+            n = n_of[tool.name]
+            if rc != 0 or done != n:
+                print(f"  {tool.name}: exit {rc}, {done} of {n} requests finished\n{text[-2000:]}")
+                return False
+            tool.walls.append(wall)
+            tool.rss_kib.append(rss)
+            print(f"    {tool.name:14s} {wall:7.2f} s  {rss / 1024:6.0f} MiB", flush=True)
+    return True
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
-    ap.add_argument("--records-prefix", type=int, default=1000)
-    ap.add_argument("--copies", type=int, default=10)
-    ap.add_argument("--repeat", type=int, default=3, help="best of N runs (10x: one run)")
+    ap.add_argument("--trace", type=Path, action="append")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--limit", type=int, help="only the first N rows of each trace")
+    ap.add_argument("--cbaudit", help="command that runs cbaudit (default: this Python -m)")
+    ap.add_argument("--reference", action="store_true", help="also time --per-iteration")
+    ap.add_argument("--blis", type=Path, help="BLIS binary (built outside the repository)")
+    ap.add_argument("--blis-data", type=Path, help="BLIS checkout (defaults.yaml, ...)")
+    ap.add_argument("--vidur", type=Path, help="Vidur checkout with its own .venv")
+    ap.add_argument("--vidur-scheduler", choices=("sarathi", "vllm"), default="sarathi")
+    ap.add_argument("--rss-ratio", type=int, metavar="N", help="peak RSS: whole trace / first N")
     args = ap.parse_args()
-    base = load_trace(args.trace)
-    cost, cost_name = cost_model()
-    print(f"trace {args.trace.name}: {len(base.requests)} requests; cost model {cost_name}")
-    for policy in ("sarathi-serve", "vllm-v1"):
-        one = timed(base, policy, Validation.CONTRACT, cost, repeat=args.repeat)
-        many = timed(tiled(base, args.copies), policy, Validation.CONTRACT, cost)
-        off = timed(base, policy, Validation.OFF, cost, repeat=args.repeat)
-        prefix = load_trace(args.trace, limit=args.records_prefix)
-        records = timed(prefix, policy, Validation.CONTRACT, cost, records=True)
-        live_prefix = timed(prefix, policy, Validation.CONTRACT, cost, repeat=args.repeat)
-        print(f"\n{policy}")
-        for label, r in (
-            ("1x  validate=contract", one),
-            (f"{args.copies}x validate=contract", many),
-            ("1x  validate=off", off),
-            (f"first {args.records_prefix} contract", live_prefix),
-            (f"first {args.records_prefix} + record validator", records),
-        ):
-            print(
-                f"  {label:34s} {r['iterations']:>8d} it {r['wall_s']:8.2f} s"
-                f" {r['it_per_s']:>10.0f} it/s {r['req_per_s']:>9.0f} req/s"
-                f" stop={r['stop']} findings={r['findings']}"
-            )
-        print(
-            f"  time ratio {args.copies}x / 1x: {many['wall_s'] / one['wall_s']:.2f}"
-            f" (linear = {args.copies})"
-        )
+    traces = args.trace or [DEFAULT_TRACE]
+    cmd = shlex.split(args.cbaudit) if args.cbaudit else [sys.executable, "-m", "cbaudit"]
+    blis_data = args.blis_data
+    if args.blis and blis_data is None:
+        for cand in (args.blis.resolve().parent, args.blis.resolve().parent.parent):
+            if (cand / "defaults.yaml").exists():
+                blis_data = cand
+        if blis_data is None:
+            sys.exit("--blis-data: no defaults.yaml beside the BLIS binary; name its checkout")
+    print(
+        f"configuration: vllm-v1, token budget {TOKEN_BUDGET}, {SEQ_BUDGET} sequences, K/V block"
+        f" {BLOCK}, {BLOCKS} blocks; roofline Llama-3-8B on H100 (mfu 0.7, mbu 1.0; BLIS"
+        f" roofline {BLIS_MODEL} on H100); contract validation on; default report to a file;"
+        f" {args.rounds} interleaved rounds; cbaudit command: {shlex.join(cmd)}"
+    )
+    print(f"host: {os.cpu_count()} CPUs, {load()}")
+    for trace in traces:
+        head, raw, rows = read_trace(trace, args.limit)
+        n = len(rows)
+        with tempfile.TemporaryDirectory(prefix="replay-speed-") as tmp:
+            work = Path(tmp)
+            src = trace
+            if args.limit:
+                src = work / trace.name
+                write_prefix(head, raw, src)
+            tools = [cbaudit_tool(cmd, src, work / "fast.json", "cbaudit")]
+            if args.reference:
+                ref = cbaudit_tool(cmd, src, work / "ref.json", "cbaudit-ref", "--per-iteration")
+                tools.append(ref)
+            n_of = dict.fromkeys((t.name for t in tools), n)
+            if args.rss_ratio:
+                small = work / f"first{args.rss_ratio}.csv"
+                write_prefix(head, raw[: args.rss_ratio], small)
+                name = f"cbaudit-{args.rss_ratio}"
+                tools.append(cbaudit_tool(cmd, small, work / "small.json", name))
+                n_of[name] = min(args.rss_ratio, n)
+            if args.blis:
+                write_blis_trace(rows, work / "blis-trace")
+                tools.append(blis_tool(args.blis, blis_data, work / "blis-trace"))
+                n_of["blis"] = n
+            if args.vidur:
+                write_vidur_trace(rows, work / "vidur.csv")
+                v = vidur_tool(
+                    args.vidur, work / "vidur.csv", work / "vidur-out", args.vidur_scheduler
+                )
+                tools.append(v)
+                wall, rc, _, text = run_child(v.argv, v.cwd)
+                print(f"  (vidur warm-up, untimed: {wall:.1f} s, exit {rc})")
+                if rc != 0:
+                    print(text[-2000:])
+                    return 1
+                shutil.rmtree(work / "vidur-out", ignore_errors=True)
+                n_of[v.name] = n
+            print(f"\n{trace.name}: {n} requests")
+            if not run_rounds(tools, args.rounds, n_of):
+                return 1
+            if args.reference:
+                same = (work / "fast.json").read_bytes() == (work / "ref.json").read_bytes()
+                print(f"  fast path and --per-iteration reports byte-identical: {same}")
+                if not same:
+                    return 1
+            for tool in tools:
+                print(summary(tool, n_of[tool.name]))
+            cb = tools[0]
+            for peer in tools[1:]:
+                if peer.name.startswith("cbaudit-") and peer.name != "cbaudit-ref":
+                    ratio = max(cb.rss_kib) / max(peer.rss_kib)
+                    print(f"  peak RSS whole / first {args.rss_ratio} rows: x{ratio:.2f}")
+                    continue
+                med = statistics.median(cb.walls) / statistics.median(peer.walls)
+                lo = min(cb.walls) / min(peer.walls)
+                print(
+                    f"  cbaudit / {peer.name}: wall time x{med:.2f} (median), x{lo:.2f} (min);"
+                    f" requests/s x{1 / med:.2f} (median)"
+                )
+    print(f"\n{load()}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -77,7 +78,21 @@ def replay(
         None, "--seed", help="Draw a generator spec with this seed (a manifest only records it)."
     ),
     samples: bool = typer.Option(
-        True, "--samples/--no-samples", help="Per-request samples for compare-results (JSON)."
+        False,
+        "--samples/--no-samples",
+        help="Also put every per-request sample inline in the report (small runs; see"
+        " --samples-out).",
+    ),
+    samples_out: Path = typer.Option(
+        None,
+        "--samples-out",
+        help="Stream per-request samples and records to FILE.jsonl (for compare-results; the"
+        " report names it with its sha256).",
+    ),
+    per_request: bool = typer.Option(
+        False,
+        "--per-request/--no-per-request",
+        help="Also put one record per request inline in the report (default: summaries only).",
     ),
     trace_out: Path = typer.Option(None, "--trace-out", help="Write state/plan/result JSONL."),
     steps: int = typer.Option(
@@ -91,6 +106,12 @@ def replay(
         Validation.CONTRACT, "--validate", help="contract | fast | off."
     ),
     no_validate: bool = typer.Option(False, "--no-validate", help="Same as --validate off."),
+    per_iteration: bool = typer.Option(
+        False,
+        "--per-iteration",
+        help="Run every iteration through the policy and the checks (no quiet decode"
+        " stretches in closed form). The report is the same; it is the reference path.",
+    ),
     goodput: list[str] = typer.Option(
         None,
         "--goodput",
@@ -164,11 +185,24 @@ def replay(
         state_pool=_pairs(state_pool, "--state-pool"),
         graph_buckets=_graph_buckets(graph_buckets, graph_max_batch),
         engine_config=engine,
+        stretches=not per_iteration,
+        per_request=per_request,
     )
+    out_file = None
+    if samples_out is not None:
+        base = output.parent if output is not None else Path(".")
+        out_file = (samples_out, os.path.relpath(samples_out, base))
     sink = core.trace_file(trace_out) if trace_out is not None else nullcontext(None)
     with sink as trace, _progress_bar(quiet) as progress:
         report, _ = comparable.replay_report(
-            loaded, source, options, samples=samples, trace=trace, progress=progress, steps=steps
+            loaded,
+            source,
+            options,
+            samples=samples,
+            trace=trace,
+            progress=progress,
+            steps=steps,
+            samples_out=out_file,
         )
     return emit(report, fmt, output, quiet, verbose)
 

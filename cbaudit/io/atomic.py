@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from cbaudit.model import UsageError
 
@@ -25,6 +27,28 @@ def atomic_write(path: Path | str, text: str | bytes) -> None:
             fh.write(data)
         # mkstemp creates 0600; give the file the mode a plain open() would (or keep the
         # mode of the file being replaced).
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_stream(path: Path | str) -> Iterator[IO[bytes]]:
+    """A binary handle for streaming a file into place: readers see the old file or the whole
+    new one, never half (the temporary file is removed when the block raises)."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{path}: output directory {parent} does not exist")
+    if path.is_dir():
+        raise UsageError(f"{path}: is a directory")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
         os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:

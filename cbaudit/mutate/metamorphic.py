@@ -425,8 +425,8 @@ def time_scaling(options: MetamorphicOptions) -> CheckResult:
         ]
         m_a, m_b = summarize(run_a), summarize(run_b)
         problems = compare_scaled(m_a["requests"], m_b["requests"], k)
-        tbt_a = [x * k for x in run_a.tbt_samples]
-        if [round(x, 9) for x in tbt_a] != [round(x, 9) for x in run_b.tbt_samples]:
+        tbt_a = sorted((round(x * k, 9), n) for x, n in run_a.tbt_counts.items())
+        if _merged(tbt_a) != _merged(sorted((round(x, 9), n) for x, n in run_b.tbt_counts.items())):
             problems.append("TBT samples do not scale by k")
         if not plans_same:
             problems.append("plans differ")
@@ -450,7 +450,7 @@ def time_scaling(options: MetamorphicOptions) -> CheckResult:
                 ttft_a["mean"] if ttft_a else None,
                 ttft_b["mean"] if ttft_b else None,
             ],
-            "tbt_samples": len(run_a.tbt_samples),
+            "tbt_samples": sum(run_a.tbt_counts.values()),
             "violations": len(problems),
         }
     metrics = {"seed": options.seed, "k": k, "policies": per_policy}
@@ -569,3 +569,14 @@ def run_relations(names: Sequence[str], options: MetamorphicOptions) -> list[Che
     """Run the named relations (all when `names` is empty), in registry order."""
     chosen = [n for n in RELATIONS if not names or n in names]
     return [RELATIONS[n](options) for n in chosen]
+
+
+def _merged(pairs: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    """Sorted (value, count) pairs with equal values merged (a multiset, canonically)."""
+    out: list[tuple[float, int]] = []
+    for v, n in pairs:
+        if out and out[-1][0] == v:
+            out[-1] = (v, out[-1][1] + n)
+        else:
+            out.append((v, n))
+    return out

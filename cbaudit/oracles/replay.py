@@ -192,8 +192,9 @@ def run_replay(spec: ReplaySpec, ctx: GateContext) -> list[CheckResult]:
 
 
 def run_replay_report(spec: ReplayReportSpec, ctx: GateContext) -> list[CheckResult]:
-    """Kind `replay_report`: running `cbaudit replay WORKLOAD ... -f json` from the declaring
-    file's directory gives the same report as the one kept on file."""
+    """Kind `replay_report`: running `cbaudit replay WORKLOAD ... --samples --per-request -f json`
+    from the declaring file's directory gives the same report as the one kept on file (samples
+    and per-request records inline, as this kind keeps them by default)."""
     from cbaudit.sim.replay_compare import load_replay_workload, replay_report
 
     path = ctx.resolve(spec.workload, field="workload")

@@ -113,6 +113,7 @@ class PlanBuilder:
     rejected: list[LiveRequest] = field(default_factory=list)
     _chosen: dict[int, PlanItem] = field(default_factory=dict)
     _blocks_used: int = 0
+    _bs: int | None = field(init=False)
     # a hybrid model's state pool (cbaudit.sim.state_pool.StatePool) and its slots left
     _state_pool: Any = field(init=False, default=None)
     state_slots_left: int | None = field(init=False, default=None)
@@ -122,6 +123,7 @@ class PlanBuilder:
         self.tokens_left = b.token_budget
         self.seqs_left = b.sequence_budget
         self.free_blocks = self.view.free_blocks
+        self._bs = b.kv_block_size
         pool = getattr(self.view, "state_pool", None)
         if pool is not None:
             self._state_pool = pool
@@ -135,8 +137,13 @@ class PlanBuilder:
         return req.idx in self._chosen
 
     def kv_needed(self, req: LiveRequest, n: int) -> int:
-        bs = self.view.budgets.kv_block_size
-        return 0 if bs is None else blocks_needed(req.c, n, bs)
+        bs = self._bs
+        if bs is None:
+            return 0
+        c = req.c
+        if n < 0 or c < 0:
+            return blocks_needed(c, n, bs)  # (raises: the budget rule's domain)
+        return (-c) // bs - (-(c + n)) // bs  # ceil((c + n) / bs) - ceil(c / bs)
 
     def refusal(self, req: LiveRequest, n: int) -> Reason | None:
         """Which budget refuses `n` more rows for `req` now (None when all allow it)."""
@@ -153,7 +160,8 @@ class PlanBuilder:
         return None
 
     def take(self, req: LiveRequest, n: int, *, admit: bool = False) -> Reason | None:
-        """Select [c, c+n) for `req` if every budget allows; else return the refusing reason.
+        """Select [c, c+n) for `req` if every budget allows; else return the refusing reason
+        (`refusal`'s answer; the blocks it needs are computed once for both).
 
         Admitting a request that holds no state slot also needs one from a hybrid model's
         state pool (`DEFERRED_STATE_POOL` when none is left)."""
@@ -167,14 +175,31 @@ class PlanBuilder:
                 self.state_slots_left -= 1
                 self.select(req, n, admit=admit)
             return reason
-        reason = self.refusal(req, n)
-        if reason is not None:
-            return reason
-        self.select(req, n, admit=admit)
+        if n <= 0 or self.tokens_left < n:
+            return (
+                Reason.DEFERRED_TOKEN_BUDGET
+                if self.seqs_left > 0
+                else Reason.DEFERRED_SEQUENCE_BUDGET
+            )
+        if self.seqs_left <= 0:
+            return Reason.DEFERRED_SEQUENCE_BUDGET
+        free = self.free_blocks
+        need = 0
+        if free is not None:
+            need = self.kv_needed(req, n)
+            if need > free:
+                return Reason.DEFERRED_KV_BUDGET
+        self._add(req, n, admit, need)
         return None
 
     def select(self, req: LiveRequest, n: int, *, admit: bool = False) -> PlanItem:
         """Select [c, c+n) unconditionally (the validator still checks every budget)."""
+        return self._add(
+            req, n, admit, self.kv_needed(req, n) if self.free_blocks is not None else 0
+        )
+
+    def _add(self, req: LiveRequest, n: int, admit: bool, need: int) -> PlanItem:
+        """Append [c, c+n) with the `need` blocks it takes (`kv_needed`)."""
         start = req.c
         end = start + n
         phase = req.phase_of(end)
@@ -184,7 +209,6 @@ class PlanBuilder:
         self.tokens_left -= n
         self.seqs_left -= 1
         if self.free_blocks is not None:
-            need = self.kv_needed(req, n)
             self.free_blocks -= need
             self._blocks_used += need
         if admit:

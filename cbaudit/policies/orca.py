@@ -20,6 +20,8 @@ from cbaudit.contract.records import Phase, Queue
 from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.budget import Reason
 
+_UNBOUNDED = 1 << 62
+
 
 class OrcaPolicy:
     policy_id = "orca"
@@ -33,6 +35,13 @@ class OrcaPolicy:
         if n_slots is not None:
             option(options, "n_slots", 0, int)
         self.n_slots: int | None = n_slots
+
+    def decode_stretch(self, view: StateView) -> int:
+        """Quiet stretches (`cbaudit.sim.stretch`): at a cut whose waiting queue is empty and
+        whose running requests are all ready decodes that the budgets admit one row each, this
+        policy selects exactly one decode row per running request and records nothing else,
+        and so at every later cut that differs only by one more decode row each: no bound."""
+        return _UNBOUNDED
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         b = view.budgets

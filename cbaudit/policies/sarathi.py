@@ -11,12 +11,21 @@ from cbaudit.contract.records import Phase
 from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.budget import Reason
 
+_UNBOUNDED = 1 << 62
+
 
 class SarathiServePolicy:
     policy_id = "sarathi-serve"
     policy_version = "1"
     tie_break_key = ("phase_rank", "arrival_order", "request_id", "request_generation")
     phase_order = (Phase.DECODE_ROW, Phase.PREFILL_CHUNK)
+
+    def decode_stretch(self, view: StateView) -> int:
+        """Quiet stretches (`cbaudit.sim.stretch`): at a cut whose waiting queue is empty and
+        whose running requests are all ready decodes that the budgets admit one row each, this
+        policy selects exactly one decode row per running request and records nothing else,
+        and so at every later cut that differs only by one more decode row each: no bound."""
+        return _UNBOUNDED
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         partial = []

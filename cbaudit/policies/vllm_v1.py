@@ -73,6 +73,17 @@ class VllmV1Policy:
         else:
             self.tie_break_key = ("arrival_order", "request_id", "request_generation")
 
+    def decode_stretch(self, view: StateView) -> int:
+        """Quiet stretches (`cbaudit.sim.stretch`): with the waiting queue empty and every
+        running request a ready decode that the budgets admit, the running pass asks one token
+        of each (`p + e - c = 1`; the threshold never clamps one token) and the waiting pass has
+        nobody to visit, so every later cut that differs by one decode row each gets the same
+        plan, until `max_model_len` clamps a request: its row at c needs c <= max_model_len - 2.
+        """
+        if self.max_model_len is None:
+            return 1 << 62
+        return max(0, self.max_model_len - 1 - max(r.c for r in view.running))
+
     # ------------------------------------------------------------------ one step
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None:

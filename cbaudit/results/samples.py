@@ -311,7 +311,7 @@ def _build_replay(doc: Document) -> list[SampleSet]:
     with_samples = [
         isinstance(r, Mapping)
         and isinstance(r.get("metrics"), Mapping)
-        and isinstance(r["metrics"].get("samples"), Mapping)
+        and (isinstance(r["metrics"].get("samples"), Mapping) or "samples_file" in r["metrics"])
         for r in results
     ]
     by_metric = sum(with_samples) == 1
@@ -320,10 +320,17 @@ def _build_replay(doc: Document) -> list[SampleSet]:
         if not isinstance(metrics, Mapping):
             continue
         samples = metrics.get("samples")
-        if not isinstance(samples, Mapping):
-            continue
         raw_units = metrics.get("units")
         units: Mapping[str, Any] = raw_units if isinstance(raw_units, Mapping) else {}
+        if "samples_file" in metrics:  # streamed beside the report (replay --samples-out)
+            from cbaudit.io.replay_samples import read_samples
+
+            ref_ptr = pointer_join("/results", i, "metrics", "samples_file")
+            read, unit_of = read_samples(doc.path, metrics["samples_file"], ref_ptr)
+            samples = {**(samples if isinstance(samples, Mapping) else {}), **read}
+            units = {**units, **dict.fromkeys(read, unit_of)}
+        if not isinstance(samples, Mapping):
+            continue
         subject = str(res.get("subject", i))
         for metric, vals in sorted(samples.items()):
             ptr = pointer_join("/results", i, "metrics", "samples", metric)
@@ -345,7 +352,8 @@ def _build_replay(doc: Document) -> list[SampleSet]:
     if not points:
         raise InputError.at(
             "COMPARE.REPLAY.NO_SAMPLES",
-            "this replay report carries no per-request samples (metrics.samples)",
+            "this replay report carries no per-request samples (metrics.samples or a"
+            " samples_file: replay --samples-out)",
             doc.path,
             pointer="/results",
         )

@@ -29,6 +29,7 @@ no global randomness).
 from __future__ import annotations
 
 import math
+from array import array
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ from cbaudit.policies.base import (
 from cbaudit.policies.budget import blocks_held
 from cbaudit.sim.records_io import UNSTATED_REASON, plan_json, result_json, state_json
 from cbaudit.sim.step import StepShape
+from cbaudit.sim.stretch import run_stretch
 from cbaudit.sim.workload import ClockUnit, Workload
 
 # module constants: reading an Enum member off its class costs an attribute lookup per use
@@ -95,7 +97,7 @@ class EngineFinding:
     record: str  # "state" | "plan" | "result" | "engine"
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestStats:
     """Clocks of one request (clock units; None when the event did not happen)."""
 
@@ -105,7 +107,6 @@ class RequestStats:
     last_token: float | None = None
     finished: float | None = None
     finish_reason: str | None = None
-    tbt_sum: float = 0.0
     tbt_max: float = 0.0
     tbt_count: int = 0
     recompute_tokens: int = 0
@@ -121,10 +122,10 @@ class ReplayRun:
     identity: PolicyIdentity
     requests: list[LiveRequest]
     stats: list[RequestStats]
-    rows_per_iteration: list[int]  # selected request generations per iteration (index i -> i+1)
-    tokens_per_iteration: list[int]
-    iteration_end_times: list[float]
-    tbt_samples: list[float]
+    # selected request generations and scheduled tokens per iteration (index i -> i+1)
+    rows_per_iteration: Sequence[int]
+    tokens_per_iteration: Sequence[int]
+    tbt_counts: dict[float, int]  # every gap between two output tokens -> how often
     findings: list[EngineFinding]
     iterations: int
     end_time: float
@@ -258,6 +259,7 @@ class Engine:
         preemption: Any = None,
         cross_check: bool = False,
         step_observer: Callable[[Any], None] | None = None,
+        stretches: bool = True,
         state_pool: Any = None,
     ) -> None:
         self.identity = identity_of(policy)
@@ -299,8 +301,47 @@ class Engine:
         self.cross_check = cross_check and validation is not Validation.OFF
         self._contract: WorkloadManifest | None = None
         if validation is not Validation.OFF:
-            self._contract = WorkloadManifest.from_json(self.workload.to_manifest())
+            self._contract = self._contract_manifest()
         self._init_loop_state()
+        # quiet decode stretches in closed form (cbaudit.sim.stretch): only for a policy that
+        # declares them, and never when every iteration must be seen (trace, cross-check, step
+        # observer), when swap transfers can land inside a stretch, or with a hybrid model's
+        # state pool (it observes every plan)
+        self.stretches = (
+            stretches
+            and callable(getattr(policy, "decode_stretch", None))
+            and trace is None
+            and not self.cross_check
+            and step_observer is None
+            and preemption is None
+            and state_pool is None
+        )
+        self.stretch_count = 0  # stretches taken (for tests and benchmarks)
+        self.stretch_iterations = 0
+
+    def cut(self, version: int, iteration: int, now: float, free: int | None) -> _View:
+        """A published cut of the current queues (the policy's input)."""
+        return _View(
+            version,
+            iteration,
+            now,
+            self.budgets,
+            self.running,
+            self.waiting,
+            free,
+            self.state_pool,
+        )
+
+    def _contract_manifest(self) -> WorkloadManifest:
+        """The contract's view of the workload, built one declaration at a time (no full JSON
+        copy of a large workload held at once)."""
+        from dataclasses import replace
+
+        from cbaudit.contract.records import RequestDecl
+
+        head = WorkloadManifest.from_json(self.workload.to_manifest(with_requests=False))
+        decls = tuple(RequestDecl.from_json(r) for r in self.workload.iter_request_json())
+        return replace(head, requests=decls)
 
     def _ms_per_unit(self, workload: Workload) -> float:
         """Milliseconds per clock unit for the cost model's step times."""
@@ -343,10 +384,10 @@ class Engine:
         self.waiting: deque[LiveRequest] = deque()
         self.running: list[LiveRequest] = []
         self.stats = [RequestStats() for _ in self.reqs]
-        self.rows: list[int] = []  # selected request generations per iteration
-        self.tokens_iter: list[int] = []
-        self.end_times: list[float] = []
-        self.tbt: list[float] = []
+        # selected request generations and tokens per iteration (4 bytes each, not an object)
+        self.rows: array[int] = array("i")
+        self.tokens_iter: array[int] = array("i")
+        self.tbt: dict[float, int] = {}  # TBT gaps as counts of distinct values
         self.findings: list[EngineFinding] = []
         self.service: dict[str, int] = {}  # completed semantic service per client
         self.now = 0.0
@@ -411,6 +452,8 @@ class Engine:
             self.wait(plan)
         else:
             self.publish(step)
+            if self.stretches and self.stop is None:
+                run_stretch(self, step)
 
     # ------------------------------------------------------------------ admit
 
@@ -449,10 +492,8 @@ class Engine:
 
     def _idle_iterations(self, gap: int) -> None:
         """`gap` empty slot-clock iterations, one tick each."""
-        now = self.now
         self.rows.extend([0] * gap)
         self.tokens_iter.extend([0] * gap)
-        self.end_times.extend(now + k + 1 for k in range(gap))
         self.iteration += gap
 
     def _idle_to_horizon(self, horizon: int) -> None:
@@ -460,7 +501,6 @@ class Engine:
         gap = horizon - self.iteration
         self.rows.extend([0] * gap)
         self.tokens_iter.extend([0] * gap)
-        self.end_times.extend(float(t) for t in range(self.iteration + 1, horizon + 1))
         self.iteration = horizon
         self.now = float(horizon)
         self.stop = "horizon"
@@ -701,8 +741,7 @@ class Engine:
                     st.first_token = now
                 else:
                     gap_t = now - (st.last_token or 0.0)
-                    tbt.append(gap_t)
-                    st.tbt_sum += gap_t
+                    tbt[gap_t] = tbt.get(gap_t, 0) + 1
                     st.tbt_count += 1
                     if gap_t > st.tbt_max:
                         st.tbt_max = gap_t
@@ -750,7 +789,6 @@ class Engine:
         checked = step.done is None or self._check_result(step)
         self.rows.append(len(plan.items))
         self.tokens_iter.append(step.n_tokens)
-        self.end_times.append(self.now)
         if not checked:
             return
         if self.progress is not None and step.terminal:
@@ -828,8 +866,7 @@ class Engine:
             stats=self.stats,
             rows_per_iteration=self.rows,
             tokens_per_iteration=self.tokens_iter,
-            iteration_end_times=self.end_times,
-            tbt_samples=self.tbt,
+            tbt_counts=self.tbt,
             findings=self.findings,
             iterations=self.iteration,
             end_time=self.now,

@@ -19,7 +19,7 @@ declared `tick_ms`, null when none is declared):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -83,6 +83,62 @@ def distribution(samples: Iterable[float]) -> dict[str, Any]:
     return out
 
 
+def distribution_counts(counts: Mapping[float, int]) -> dict[str, Any]:
+    """`distribution` of the multiset `counts` (value -> how often), bit for bit.
+
+    Nearest rank walks the cumulative counts of the sorted distinct values. The mean is the
+    exact sum divided once: `math.fsum` is correctly rounded, so summing the values exactly (in
+    integers over a common power-of-two denominator) and rounding once gives the same float.
+    """
+    n = sum(counts.values())
+    out: dict[str, Any] = {"n": n}
+    if not n:
+        out.update({"mean": None, "min": None, "max": None})
+        out.update({name: INSUFFICIENT for name, _, _ in PERCENTILE_GATES})
+        return out
+    keys = sorted(counts)
+    out["mean"] = _num(exact_sum(counts) / n)
+    out["min"] = _num(keys[0])
+    out["max"] = _num(keys[-1])
+    for name, q, gate in PERCENTILE_GATES:
+        if n < gate:
+            out[name] = INSUFFICIENT
+            continue
+        rank = max(1, math.ceil(q * n))
+        seen = 0
+        for v in keys:
+            seen += counts[v]
+            if seen >= rank:
+                out[name] = _num(v)
+                break
+    return out
+
+
+def exact_sum(counts: Mapping[float, int]) -> float:
+    """The correctly rounded sum of the multiset `counts` (what `math.fsum` of it returns)."""
+    if any(not math.isfinite(v) for v in counts):
+        return math.fsum(v * c for v, c in counts.items())  # inf/nan propagate as fsum's do
+    ratios = [(v.as_integer_ratio(), c) for v, c in counts.items() if c]
+    if not ratios:
+        return 0.0
+    den = max(d for (_, d), _ in ratios)  # every denominator is a power of two
+    total = sum(num * (den // d) * c for (num, d), c in ratios)
+    return float(Fraction(total, den))
+
+
+def scaled_counts(
+    counts: Mapping[float, int], convert: Callable[[float], float | None]
+) -> dict[float, int] | None:
+    """`counts` with every value converted (None when a value does not convert)."""
+    out: dict[float, int] = {}
+    for v, c in counts.items():
+        m = convert(v)
+        if m is None:
+            return None
+        out[m] = out.get(m, 0) + c
+    return out
+
+
 def occupancy(run: ReplayRun, horizon: int) -> dict[str, Any]:
     """Logical slot occupancy over iterations 1..horizon."""
     b = run.workload.budgets.sequence_budget
@@ -126,7 +182,7 @@ def summarize(
     """JSON-ready metrics of one replay."""
     clock = run.workload.clock
     to_ms = ms_converter(run)
-    per = _per_request(run, to_ms)
+    per = _per_request(run, to_ms, per_request)
 
     def both(samples: list[float]) -> dict[str, Any]:
         out = distribution(samples)
@@ -165,7 +221,7 @@ def summarize(
         "latency": {
             "queue_delay": both(per.qdelay),
             "ttft": both(per.ttft),
-            "tbt": both(run.tbt_samples),
+            "tbt": _both_counts(run.tbt_counts, to_ms),
             "tpot": both(per.tpot),
             "e2e": both(per.e2e),
         },
@@ -179,6 +235,16 @@ def summarize(
     if per_request:
         result["requests"] = per.records
     return result
+
+
+def _both_counts(
+    counts: Mapping[float, int], to_ms: Callable[[float], float | None]
+) -> dict[str, Any]:
+    """`distribution_counts` in clock units and, when the clock converts, in ms."""
+    out = distribution_counts(counts)
+    ms = scaled_counts(counts, to_ms)
+    out["ms"] = None if ms is None else distribution_counts(ms)
+    return out
 
 
 def _ms(to_ms: Callable[[float], float | None], v: float | None) -> float | int | None:
@@ -203,23 +269,43 @@ class _PerRequest:
     finished: int = 0
 
 
-def _per_request(run: ReplayRun, to_ms: Callable[[float], float | None]) -> _PerRequest:
-    """One record per request (clocks in clock units and ms), with the latency samples."""
+def request_record(
+    r: LiveRequest, st: RequestStats, to_ms: Callable[[float], float | None]
+) -> tuple[dict[str, Any], tuple[float | None, float | None, float | None, float | None]]:
+    """One request's record (clocks in clock units and ms) and its (queue delay, TTFT, E2E,
+    TPOT) in clock units."""
+    rec: dict[str, Any] = {
+        "arrival": _num(r.arrival),
+        "output_tokens": r.e,
+        "finish_reason": st.finish_reason,
+        "first_run_iteration": st.first_scheduled_iteration,
+        "preemptions": r.preemptions,
+        "recompute_tokens": st.recompute_tokens,
+        "scheduled_tokens": st.scheduled_tokens,
+        "served_iterations": st.served_iterations,
+    }
+    times = request_times(r, st)
+    for name, value in zip(("queue_delay", "ttft", "e2e", "tpot"), times, strict=True):
+        rec[name] = None if value is None else _num(value)
+        rec[name + "_ms"] = _ms(to_ms, value)
+    rec["tbt_max"] = _num(st.tbt_max) if st.tbt_count else None
+    rec["tbt_max_ms"] = _ms(to_ms, st.tbt_max) if st.tbt_count else None
+    return rec, times
+
+
+def _per_request(
+    run: ReplayRun, to_ms: Callable[[float], float | None], keep: bool = True
+) -> _PerRequest:
+    """The latency samples and totals of every request (and, with `keep`, their records)."""
     per = _PerRequest()
     for r, st in zip(run.requests, run.stats, strict=True):
         per.outputs += r.e
         per.recompute += st.recompute_tokens
-        rec: dict[str, Any] = {
-            "arrival": _num(r.arrival),
-            "output_tokens": r.e,
-            "finish_reason": st.finish_reason,
-            "first_run_iteration": st.first_scheduled_iteration,
-            "preemptions": r.preemptions,
-            "recompute_tokens": st.recompute_tokens,
-            "scheduled_tokens": st.scheduled_tokens,
-            "served_iterations": st.served_iterations,
-        }
-        q, t1, end, tp = request_times(r, st)
+        if keep:
+            rec, (q, t1, end, tp) = request_record(r, st, to_ms)
+            per.records[r.rid] = rec
+        else:
+            q, t1, end, tp = request_times(r, st)
         if q is not None:
             per.qdelay.append(q)
         if t1 is not None:
@@ -229,10 +315,4 @@ def _per_request(run: ReplayRun, to_ms: Callable[[float], float | None]) -> _Per
             per.finished += 1
         if tp is not None:
             per.tpot.append(tp)
-        for name, value in (("queue_delay", q), ("ttft", t1), ("e2e", end), ("tpot", tp)):
-            rec[name] = None if value is None else _num(value)
-            rec[name + "_ms"] = _ms(to_ms, value)
-        rec["tbt_max"] = _num(st.tbt_max) if st.tbt_count else None
-        rec["tbt_max_ms"] = _ms(to_ms, st.tbt_max) if st.tbt_count else None
-        per.records[r.rid] = rec
     return per

@@ -57,6 +57,9 @@ class ReplayOptions:
     graph_buckets: Mapping[str, Any] = field(default_factory=dict)
     # A vLLM engine's arguments (`--engine-config`): budgets, vllm-v1 options, output limits.
     engine_config: EngineConfig | None = None
+    # quiet decode stretches in closed form (cbaudit.sim.stretch); False runs every iteration
+    # through the policy and the checks. Not part of `describe`: both give the same report.
+    stretches: bool = True
 
     def describe(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}
@@ -240,6 +243,7 @@ def run(
         progress=progress,
         preemption=preemption,
         step_observer=recorder,
+        stretches=options.stretches,
         state_pool=state_pool,
     )
     result = engine.run()

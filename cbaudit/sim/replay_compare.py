@@ -173,7 +173,8 @@ def sample_unit(run: ReplayRun) -> str:
 
 
 def request_samples(run: ReplayRun) -> tuple[dict[str, list[float | int]], str]:
-    """Per-request samples (metric -> values, request order; tbt in engine order) and unit."""
+    """Per-request samples (metric -> values, request order; tbt
+    in ascending order) and unit."""
     to_ms = ms_converter(run)
     unit = sample_unit(run)
 
@@ -190,8 +191,70 @@ def request_samples(run: ReplayRun) -> tuple[dict[str, list[float | int]], str]:
         for name, v in zip(("queue_delay", "ttft", "e2e_latency", "tpot"), times, strict=True):
             if v is not None:
                 lists[name].append(value(v))
-    lists["tbt"] = [value(v) for v in run.tbt_samples]
+    lists["tbt"] = [value(v) for v in sorted(run.tbt_counts) for _ in range(run.tbt_counts[v])]
     return {name: vals for name, vals in lists.items() if vals}, unit
+
+
+def write_samples(run: ReplayRun, path: Path, shown: str) -> dict[str, Any]:
+    """Stream the run's samples to `path` (atomically; format: cbaudit.io.replay_samples)
+    and return the report's `samples_file` entry (`shown`: the path as the report names it)."""
+    import hashlib
+
+    from cbaudit.io.atomic import atomic_stream
+    from cbaudit.io.replay_samples import FORMAT, VERSION
+    from cbaudit.sim.metrics import request_record
+
+    to_ms = ms_converter(run)
+    unit = sample_unit(run)
+
+    def value(v: float | None) -> float | int | None:
+        if v is None:
+            return None
+        if unit == "tick":
+            return json_number(v)
+        ms = to_ms(v)
+        assert ms is not None  # the unit says this clock converts
+        return json_number(ms)
+
+    digest = hashlib.sha256()
+
+    def dump(fh: Any, rec: Mapping[str, Any]) -> None:
+        line = json.dumps(rec, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+        digest.update(line)
+        fh.write(line)
+
+    with atomic_stream(path) as fh:
+        dump(
+            fh,
+            {
+                "format": FORMAT,
+                "version": VERSION,
+                "unit": unit,
+                "workload_id": run.workload.workload_id,
+                "policy": run.identity.policy_id,
+                "requests": len(run.requests),
+            },
+        )
+        for r, st in zip(run.requests, run.stats, strict=True):
+            rec, (q, t1, end, tp) = request_record(r, st, to_ms)
+            dump(
+                fh,
+                {
+                    "request": r.rid,
+                    "queue_delay": value(q),
+                    "ttft": value(t1),
+                    "e2e_latency": value(end),
+                    "tpot": value(tp),
+                    "record": rec,
+                },
+            )
+        counts: dict[float | int, int] = {}
+        for v, n in run.tbt_counts.items():
+            key = value(v)
+            assert key is not None
+            counts[key] = counts.get(key, 0) + n
+        dump(fh, {"tbt": [[v, counts[v]] for v in sorted(counts)]})
+    return {"path": shown, "sha256": digest.hexdigest(), "requests": len(run.requests)}
 
 
 def sample_metrics(run: ReplayRun) -> dict[str, Any]:
@@ -329,6 +392,7 @@ def replay_report(
     progress: Callable[[int, int], None] | None = None,
     base_dir: Path | None = None,
     steps: int = 0,
+    samples_out: tuple[Path, str] | None = None,
 ) -> tuple[Report, EvidenceClass]:
     """Run one replay and build its report: metrics (with samples), coordinates, inputs;
     with `steps`, one `replay.step` result per traced iteration after the replay's own."""
@@ -343,6 +407,8 @@ def replay_report(
     )
     if samples:
         metrics = {**metrics, **sample_metrics(run)}
+    if samples_out is not None:
+        metrics = {**metrics, "samples_file": write_samples(run, *samples_out)}
     result = core.to_result(run, metrics, evidence, source.display)
     summary = {
         "policy": options.policy,

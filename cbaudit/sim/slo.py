@@ -31,7 +31,7 @@ from fractions import Fraction
 from typing import Any
 
 from cbaudit.sim.engine import ReplayRun
-from cbaudit.sim.metrics import distribution
+from cbaudit.sim.metrics import distribution, distribution_counts, scaled_counts
 
 GOODPUT_KEYS = {"ttft": "ttft_ms", "tbt": "tbt_ms", "tpot": "tpot_ms", "e2el": "e2e_ms"}
 SLO_KEYS = ("ttft_ms", "tbt_ms", "tpot_ms", "e2e_ms")
@@ -314,7 +314,9 @@ def slo_report(
     report["tokens_exact"] = exact
     report["ttft_ms"] = distribution([o.ttft_ms for o in outcomes if o.ttft_ms is not None])
     factor = _ms_factor(run) or 1.0
-    report["tbt_ms"] = distribution([x * factor for x in run.tbt_samples])
+    report["tbt_ms"] = distribution_counts(
+        scaled_counts(run.tbt_counts, lambda x: x * factor) or {}
+    )
     report["violations"] = {
         key: sum(1 for o in outcomes if key in o.violations)
         for key in ("ttft", "tbt", "tpot", "e2el")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from pathlib import Path
@@ -89,12 +89,8 @@ class Workload:
     def with_policy(self, identity: PolicyIdentity) -> Workload:
         return replace(self, policy=identity)
 
-    def to_manifest(self, *, include_hidden: bool = False) -> dict[str, Any]:
-        """JSON-ready manifest (online projection unless `include_hidden`)."""
-        clock: dict[str, Any] = {"unit": self.clock.unit.value}
-        if self.clock.tick_ms is not None:
-            clock["tick_ms"] = self.clock.tick_ms
-        reqs = []
+    def iter_request_json(self) -> Iterator[dict[str, Any]]:
+        """Each request declaration as manifest JSON, one at a time."""
         for r in self.requests:
             item: dict[str, Any] = {
                 "request_id": r.request_id,
@@ -109,7 +105,17 @@ class Workload:
                 item["client"] = r.client
             if r.slo is not None:
                 item["slo"] = dict(r.slo)
-            reqs.append(item)
+            yield item
+
+    def to_manifest(
+        self, *, include_hidden: bool = False, with_requests: bool = True
+    ) -> dict[str, Any]:
+        """JSON-ready manifest (online projection unless `include_hidden`; with an empty
+        request list unless `with_requests`: `iter_request_json` gives them one at a time)."""
+        clock: dict[str, Any] = {"unit": self.clock.unit.value}
+        if self.clock.tick_ms is not None:
+            clock["tick_ms"] = self.clock.tick_ms
+        reqs = list(self.iter_request_json()) if with_requests else []
         out: dict[str, Any] = {
             "schema_version": self.schema_version,
             "workload_id": self.workload_id,

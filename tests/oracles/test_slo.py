@@ -193,7 +193,7 @@ def test_replay_cli_reports_the_slo_ledger(cli: Any, tmp_path: Path) -> None:
     """`replay --slo-window-ms` adds the ledger; rejected requests never count as finished."""
     out = tmp_path / "r.json"
     args = ("replay", BURST, "--policy", "bounded-admission", "--policy-option", "live_cap=4")
-    r = cli(*args, "--slo-window-ms", "60", "-f", "json", "-o", out)
+    r = cli(*args, "--slo-window-ms", "60", "--per-request", "-f", "json", "-o", out)
     assert r.code == 0, r.err
     metrics = json.loads(out.read_text())["results"][0]["metrics"]
     assert metrics["slo"]["counts"]["rejected"] == 2

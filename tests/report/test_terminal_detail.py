@@ -20,8 +20,9 @@ POOL = ("--budget", "kv_block_size=16", "--budget", "kv_total_blocks=4096")
 
 def test_replay_verbose_prints_every_metric(cli: Callable[..., Any]) -> None:
     """`replay -v` prints one row per flattened metric (150 here), with no "... N more"."""
-    text = cli("replay", ABC, "--policy", "orca", "-v")
-    data = cli("replay", ABC, "--policy", "orca", "-f", "json")
+    full = ("--per-request", "--samples")  # per-request records and samples inline: many rows
+    text = cli("replay", ABC, "--policy", "orca", *full, "-v")
+    data = cli("replay", ABC, "--policy", "orca", *full, "-f", "json")
     metrics = json.loads(data.out)["results"][0]["metrics"]
     keys = [k for k, _ in _flatten(metrics)]
     assert len(keys) > 140

@@ -129,8 +129,8 @@ def test_idle_jumps_the_slot_clock_to_the_next_arrival(
     eng.admit()
     assert not eng.waiting
     eng.idle()
-    assert (eng.now, eng.iteration, eng.rows, eng.stop) == (now, rows, [0] * rows, stop)
-    assert eng.end_times == [float(t) for t in range(1, rows + 1)]
+    assert (eng.now, eng.iteration, list(eng.rows), eng.stop) == (now, rows, [0] * rows, stop)
+    assert list(eng.tokens_iter) == [0] * rows
 
 
 def test_idle_with_nothing_pending_completes_the_replay() -> None:
@@ -299,7 +299,7 @@ def test_publish_admits_retires_and_records_the_iteration() -> None:
     assert [r.rid for r in eng.running] == ["b"] and not eng.waiting
     assert eng.finished == 1 and eng.reqs[0].queue is Queue.FINISHED
     assert eng.free == 6  # a released its 2 blocks; b holds 2
-    assert (eng.rows, eng.tokens_iter, eng.end_times) == ([2], [8], [1.0])
+    assert (list(eng.rows), list(eng.tokens_iter), eng.now) == ([2], [8], 1.0)
     assert eng.stats[0].finished == 1.0 and eng.stop is None
 
 
@@ -312,7 +312,7 @@ def test_publish_stops_on_a_result_finding_but_records_the_iteration() -> None:
     assert step is not None
     eng.reqs[0].e += 1  # the executor emitted a token the output clock does not allow
     eng.publish(step)
-    assert eng.stop == "contract_violation" and eng.rows == [1]
+    assert eng.stop == "contract_violation" and list(eng.rows) == [1]
     assert "RESULT.OUTPUT_CLOCK.WRONG" in {f.code for f in eng.findings}
 
 

@@ -26,7 +26,8 @@ TRACE_SPEC = Path(__file__).parent / "data" / "gen_trace_wrap.yaml"
 
 
 def _replay(cli: Callable[..., Any], out: Path, workload: Path, *args: str) -> dict[str, Any]:
-    r = cli("replay", workload, *args, "-f", "json", "-o", out)
+    """A replay report with samples and per-request records inline (later args override)."""
+    r = cli("replay", workload, "--samples", "--per-request", *args, "-f", "json", "-o", out)
     assert r.code == 0, r.err
     data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return data
@@ -414,3 +415,87 @@ def test_initial_state_and_horizon_are_run_coordinates(tmp_path: Path) -> None:
     views = json.loads(run["initial_state"])
     assert views["D1"]["queue"] == "running" and views["P"]["queue"] == "waiting"
     assert res.metrics["coordinates"] == report["summary"]["coordinates"]
+
+
+# --- summaries by default, samples streamed beside the report ------------------------------
+
+
+def _plain(cli: Callable[..., Any], out: Path, *args: str) -> dict[str, Any]:
+    r = cli(
+        "replay", SPEC, "--policy", "sarathi-serve", "--seed", "1", *args, "-f", "json", "-o", out
+    )
+    assert r.code == 0, r.err
+    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return data
+
+
+def test_default_report_holds_summaries_only(cli: Callable[..., Any], tmp_path: Path) -> None:
+    metrics = _plain(cli, tmp_path / "r.json")["results"][0]["metrics"]
+    assert "samples" not in metrics and "requests" not in metrics
+    assert metrics["latency"]["tbt"]["n"] > 0
+
+
+def test_samples_out_gives_the_inline_samples(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """The streamed file holds the same samples as the inline ones (tbt as ascending counts),
+    and compare-results reads them from there with the same statistics."""
+    inline = _replay(cli, tmp_path / "i.json", SPEC, "--policy", "sarathi-serve", "--seed", "1")
+    streamed = _plain(cli, tmp_path / "s.json", "--samples-out", str(tmp_path / "s.jsonl"))
+    ref = streamed["results"][0]["metrics"]["samples_file"]
+    assert ref["path"] == "s.jsonl" and len(ref["sha256"]) == 64
+    from cbaudit.io.replay_samples import read_samples
+
+    read, unit = read_samples(str(tmp_path / "s.json"), ref, "")
+    want = inline["results"][0]["metrics"]["samples"]
+    assert {k: v for k, v in read.items() if k != "tbt"} == {
+        k: v for k, v in want.items() if k != "tbt"
+    }
+    assert read["tbt"] == sorted(want["tbt"])
+    assert unit == inline["results"][0]["metrics"]["units"]["tbt"]
+    other = _plain(cli, tmp_path / "o.json", "--samples-out", str(tmp_path / "o.jsonl"))
+    code, rep = _compare(cli, tmp_path / "s.json", tmp_path / "o.json")
+    assert code == 0 and "COMPARE.REPLAY.NO_SAMPLES" not in _codes(rep)
+    assert other["results"][0]["metrics"]["samples_file"]["sha256"] == ref["sha256"]
+    code_i, rep_i = _compare(cli, tmp_path / "i.json", tmp_path / "s.json")
+    assert code_i == 0
+    assert rep_i["results"][0]["metrics"]["points"] == rep["results"][0]["metrics"]["points"]
+
+
+def test_samples_out_is_byte_identical(cli: Callable[..., Any], tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        _plain(cli, tmp_path / f"{name}.json", "--samples-out", str(tmp_path / f"{name}.jsonl"))
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("damage", "code"),
+    [
+        ("append", "COMPARE.REPLAY.SAMPLES_FILE.CHANGED"),
+        ("delete", "COMPARE.REPLAY.SAMPLES_FILE"),
+    ],
+)
+def test_a_changed_or_missing_samples_file_is_refused(
+    cli: Callable[..., Any], tmp_path: Path, damage: str, code: str
+) -> None:
+    for name in ("a", "b"):
+        _plain(cli, tmp_path / f"{name}.json", "--samples-out", str(tmp_path / f"{name}.jsonl"))
+    target = tmp_path / "a.jsonl"
+    if damage == "append":
+        target.write_bytes(target.read_bytes() + b"{}\n")
+    else:
+        target.unlink()
+    r = cli("compare-results", tmp_path / "a.json", tmp_path / "b.json", "-f", "json")
+    assert r.code == 2
+    assert code in r.err
+
+
+def test_a_malformed_samples_file_is_refused(tmp_path: Path) -> None:
+    import hashlib
+
+    from cbaudit.io.replay_samples import read_samples
+
+    body = b'{"format":"cbaudit-replay-samples","version":1,"unit":"ms"}\n{"ttft":1}\n'
+    (tmp_path / "x.jsonl").write_bytes(body)  # no tbt line: truncated
+    ref = {"path": "x.jsonl", "sha256": hashlib.sha256(body).hexdigest()}
+    with pytest.raises(InputError) as err:
+        read_samples(str(tmp_path / "r.json"), ref, "/p")
+    assert [f.code for f in err.value.findings] == ["COMPARE.REPLAY.SAMPLES_FILE.FORMAT"]

@@ -1,0 +1,248 @@
+"""Differential tests: quiet decode stretches (cbaudit.sim.stretch) against the per-iteration path.
+
+Generated workloads x every registered policy x two cost models (the unit slot clock and the
+roofline in ms): the fast path and the per-iteration path must give byte-identical canonical
+reports, the same findings and the same final request state. Mutant policies that claim the
+stretch property and then deviate must be stopped by both paths with the same finding code at
+the same iteration.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from cbaudit.policies.base import PlanBuilder, StateView
+from cbaudit.policies.registry import POLICIES
+from cbaudit.policies.vllm_v1 import VllmV1Policy
+from cbaudit.sim.cost_models import RooflineCostModel
+from cbaudit.sim.cost_unit import UnitCostModel
+from cbaudit.sim.engine import Engine, ReplayRun, Validation
+from cbaudit.sim.metrics import summarize
+from cbaudit.sim.replay import make_cost_model
+from cbaudit.sim.replay_compare import request_samples
+from cbaudit.sim.step import StepShape
+from cbaudit.sim.workload import Workload, workload_from_data
+
+ROOFLINE = {"hardware": "nvidia-h100-sxm", "model": "llama-3-8b-gqa-fp16", "mfu": 0.7}
+
+
+def _workload(seed: int, unit: str) -> Workload:
+    """A random workload: bursts of arrivals, long prompts, short and long outputs, priorities,
+    sometimes a tiny K/V pool (preemption) or a long-prefill threshold."""
+    rnd = random.Random(seed)
+    n = rnd.randint(3, 14)
+    t = 0.0
+    reqs: list[dict[str, Any]] = []
+    hidden: dict[str, int] = {}
+    for i in range(n):
+        t += rnd.choice([0, 0, 1, 3, 20, 80]) if unit == "tick" else rnd.choice([0, 5, 40, 400])
+        max_out = rnd.randint(1, 60)
+        rid = f"r{i}"
+        reqs.append(
+            {
+                "request_id": rid,
+                "arrival": t,
+                "prompt_tokens": rnd.choice([1, 3, 17, 40, 130]),
+                "max_output_tokens": max_out,
+                "priority": rnd.randint(0, 2),
+            }
+        )
+        hidden[rid] = rnd.randint(1, max_out)
+    budgets: dict[str, Any] = {
+        "token_budget": rnd.choice([8, 32, 64, 256]),
+        "sequence_budget": rnd.choice([2, 4, 16]),
+    }
+    if rnd.random() < 0.8:
+        budgets["kv_block_size"] = rnd.choice([1, 4, 16])
+        need = max(
+            -(-(r["prompt_tokens"] + r["max_output_tokens"]) // budgets["kv_block_size"])
+            for r in reqs
+        )
+        budgets["kv_total_blocks"] = need + rnd.choice([0, 2, 8, 1000])
+    if rnd.random() < 0.3:
+        budgets["long_prefill_token_threshold"] = rnd.choice([4, 16])
+    data: dict[str, Any] = {
+        "schema_version": 1,
+        "workload_id": f"gen-{seed}",
+        "clock": {"unit": unit},
+        "budgets": budgets,
+        "requests": reqs,
+        "fixture_only_hidden_truth": {"realized_output_tokens": hidden},
+    }
+    return workload_from_data(data, "generated.yaml")
+
+
+def _run(wl: Workload, policy: Any, cost: Any, *, stretches: bool, **kw: Any) -> Engine:
+    engine = Engine(wl, policy, cost, validation=Validation.CONTRACT, stretches=stretches, **kw)
+    engine.run()
+    return engine
+
+
+def _canonical(run: ReplayRun) -> str:
+    report = summarize(run)
+    report["findings"] = [(f.code, f.message, f.iteration, f.record) for f in run.findings]
+    report["samples"] = request_samples(run)[0]
+    report["final"] = [
+        (r.rid, r.e, r.c, r.blocks, r.snapshot, r.last_served, r.preemptions, r.queue)
+        for r in run.requests
+    ]
+    return json.dumps(report, sort_keys=True)
+
+
+def _cost(kind: str) -> Any:
+    if kind == "unit":
+        return UnitCostModel()
+    return make_cost_model("roofline", ROOFLINE, file=None, base_dir=None)
+
+
+POLICY_IDS = POLICIES.ids()
+OPTIONS: dict[str, dict[str, Any]] = {
+    "bounded-admission": {"live_cap": 3},
+    **{pid: {"ceiling_rows": 400} for pid in POLICY_IDS if pid.startswith("reservation-")},
+}
+OPTIONS["reservation-watermark"]["watermark_rows"] = 20
+SEEDS = range(30)
+
+
+@pytest.mark.parametrize("policy_id", POLICY_IDS)
+@pytest.mark.parametrize("cost", ["unit", "roofline"])
+def test_fast_path_equals_per_iteration_path(policy_id: str, cost: str) -> None:
+    """Same canonical report, findings, samples and final state on every generated workload."""
+    unit = "tick" if cost == "unit" else "ms"
+    taken = 0
+    for seed in SEEDS:
+        wl = _workload(seed, unit)
+        opts = OPTIONS.get(policy_id, {})
+        slow = _run(wl, POLICIES.create(policy_id, opts), _cost(cost), stretches=False)
+        fast = _run(wl, POLICIES.create(policy_id, opts), _cost(cost), stretches=True)
+        assert slow.stretch_iterations == 0
+        assert _canonical(fast.report()) == _canonical(slow.report()), (policy_id, seed)
+        taken += fast.stretch_iterations
+    policy = POLICIES.create(policy_id, OPTIONS.get(policy_id, {}))
+    declares = callable(getattr(policy, "decode_stretch", None))
+    # a policy that declares the property must have had stretches to compare on
+    assert (taken > 0) is declares
+
+
+def test_vllm_v1_priority_and_max_model_len_equal_per_iteration() -> None:
+    """vllm-v1's options that bound or reorder its stretches."""
+    for seed in SEEDS:
+        wl = _workload(seed, "ms")
+        for opts in ({"scheduling": "priority"}, {"max_model_len": 60}):
+            slow = _run(wl, POLICIES.create("vllm-v1", opts), _cost("roofline"), stretches=False)
+            fast = _run(wl, POLICIES.create("vllm-v1", opts), _cost("roofline"), stretches=True)
+            assert _canonical(fast.report()) == _canonical(slow.report()), (opts, seed)
+
+
+def test_graph_padded_cost_equals_per_iteration_path() -> None:
+    """A cost wrapper (CUDA-graph buckets) is used as a whole, never its inner decode form."""
+    from cbaudit.sim.graph_padding import GraphPaddedCost, make_graph_buckets
+
+    buckets = make_graph_buckets({"buckets": "pow2", "max_batch": 16})
+    assert buckets is not None
+    taken = 0
+    for seed in SEEDS:
+        wl = _workload(seed, "ms")
+        runs = []
+        for stretches in (False, True):
+            cost = GraphPaddedCost(_cost("roofline"), buckets)
+            runs.append(_run(wl, POLICIES.create("vllm-v1", {}), cost, stretches=stretches))
+        slow, fast = runs
+        assert _canonical(fast.report()) == _canonical(slow.report()), seed
+        taken += fast.stretch_iterations
+    assert taken > 0
+
+
+def test_bounds_inside_a_stretch_end_it_exactly() -> None:
+    """Horizon and decision limits falling inside a stretch stop both paths at the same cut."""
+    wl = _workload(3, "tick")
+    for kw in ({"horizon": 37}, {"max_decisions": 41}, {"max_iterations": 29}):
+        slow = _run(
+            wl, POLICIES.create("sarathi-serve", {}), UnitCostModel(), stretches=False, **kw
+        )
+        fast = _run(wl, POLICIES.create("sarathi-serve", {}), UnitCostModel(), stretches=True, **kw)
+        assert _canonical(fast.report()) == _canonical(slow.report()), kw
+
+
+def test_a_trace_sees_every_iteration() -> None:
+    """With --trace-out no stretch is taken: one state, plan and result per iteration."""
+
+    class Sink:
+        def __init__(self) -> None:
+            self.records: list[tuple[str, str]] = []
+
+        def write(self, kind: str, data: Any) -> None:
+            self.records.append((kind, json.dumps(data, sort_keys=True)))
+
+    wl = _workload(5, "ms")
+    a, b = Sink(), Sink()
+    fast = _run(wl, POLICIES.create("vllm-v1", {}), _cost("roofline"), stretches=True, trace=a)
+    slow = _run(wl, POLICIES.create("vllm-v1", {}), _cost("roofline"), stretches=False, trace=b)
+    assert a.records == b.records
+    assert fast.stretch_iterations == 0
+    results = sum(1 for kind, _ in a.records if kind == "result")
+    assert results == fast.iteration
+    untraced = _run(wl, POLICIES.create("vllm-v1", {}), _cost("roofline"), stretches=True)
+    assert untraced.stretch_iterations > 0
+    assert _canonical(untraced.report()) == _canonical(slow.report())
+
+
+class _Mutant(VllmV1Policy):
+    """vllm-v1 that claims the stretch property and deviates from cut `at` on."""
+
+    def __init__(self, bug: str, at: int) -> None:
+        super().__init__({})
+        self.bug = bug
+        self.at = at
+
+    def choose(self, view: StateView, plan: PlanBuilder) -> None:
+        super().choose(view, plan)
+        if view.iteration < self.at or not plan.items:
+            return
+        item = plan.items[-1]
+        if self.bug == "skip":  # drop a selected row and say nothing
+            plan.items.remove(item)
+        elif self.bug == "key":
+            item.key = (-1, *item.key[1:])
+        elif self.bug == "wide":  # one row too many for a decode
+            item.end += 1
+        elif self.bug == "snapshot":
+            item.snapshot -= 1
+        elif self.bug == "over":  # one more sequence than the budget allows
+            for r in view.running:
+                if not plan.chosen(r):
+                    plan.select(r, 1)
+            plan.seqs_left = 0
+            plan.items.append(plan.items[0])
+
+
+@pytest.mark.parametrize("bug", ["skip", "key", "wide", "snapshot", "over"])
+def test_a_mutant_is_caught_by_both_paths_at_the_same_iteration(bug: str) -> None:
+    """Deviations that start inside a stretch are found at the same iteration with the same
+    code: the stretch's last cut is asked before it is taken."""
+    caught = 0
+    for seed in range(8):
+        wl = _workload(seed, "ms")
+        for at in (5, 23, 61):
+            slow = _run(wl, _Mutant(bug, at), _cost("roofline"), stretches=False)
+            fast = _run(wl, _Mutant(bug, at), _cost("roofline"), stretches=True)
+            got = [(f.code, f.iteration, f.message) for f in fast.findings]
+            assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
+            assert _canonical(fast.report()) == _canonical(slow.report())
+            caught += bool(slow.findings)
+    assert caught > 0
+
+
+def test_roofline_decode_form_is_step_time() -> None:
+    """`decode_step_ms(rows, context_sum)` is `step_time_ms` of the decode shape, bit for bit."""
+    cost = _cost("roofline")
+    assert isinstance(cost, RooflineCostModel)
+    rnd = random.Random(7)
+    for _ in range(300):
+        ctx = tuple(rnd.randint(1, 20_000) for _ in range(rnd.randint(1, 64)))
+        assert cost.decode_step_ms(len(ctx), sum(ctx)) == cost.step_time_ms(StepShape(ctx, ()))
+    assert cost.decode_step_ms(0, 0) == cost.step_time_ms(StepShape((), ()))
