@@ -25,9 +25,7 @@ the extra (exit 2), as is an address where no cluster answers.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Callable, Sequence
-from concurrent.futures import as_completed
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
@@ -118,6 +116,8 @@ class LocalExecutor:
                 if done is not None:
                     done(i + 1, i, serial[-1])
             return serial
+        from concurrent.futures import as_completed
+
         out: dict[int, R] = {}
         with worker_pool(min(self.jobs, len(units)), _set_shared, (shared,)) as pool:
             futures = {pool.submit(_call_shared, fn, unit): i for i, unit in enumerate(units)}
@@ -140,6 +140,8 @@ class LocalExecutor:
 
 def _ray_call(fn: Callable[[Any, Any], Any], shared: Any, unit: Any) -> tuple[str, Any]:
     """One unit on a Ray worker: (the worker's host, the unit's result)."""
+    import socket
+
     return socket.gethostname(), fn(shared, unit)
 
 
@@ -160,6 +162,8 @@ def _reachable(address: str) -> None:
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit():
         raise UsageError(f"--ray-address {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+    import socket
+
     try:
         with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
             pass

@@ -338,3 +338,30 @@ def test_integer_hot_path_equals_the_exact_terms(
         opts["overhead_ms"] = overhead
     model = _roofline(hw, **opts)
     assert model.step_time_ms(step) == float(model.terms(step).step_ms)
+
+
+@pytest.mark.parametrize(
+    ("options", "code"),
+    [({}, None), ({"tick_ms": 2.5}, None), ({"tick": 1}, "COST.UNKNOWN_OPTION"),
+     ({"tick_ms": 0}, "COST.BAD_OPTION")],
+)  # fmt: skip
+def test_the_replays_unit_model_is_the_registered_one(
+    options: dict[str, Any], code: str | None
+) -> None:
+    """`replay` builds `unit` without loading the registry's module; what it builds, and what it
+    refuses (code and location), is what the registry's factory gives."""
+    from cbaudit.sim.cost_models import OptionSource, get_cost_model
+    from cbaudit.sim.replay import make_cost_model
+
+    def build(via_registry: bool) -> Any:
+        try:
+            if via_registry:
+                src = OptionSource(file="w.yaml", pointer="/cost_model")
+                return get_cost_model("unit", options, source=src).describe()
+            return make_cost_model("unit", options, file="w.yaml", pointer="/cost_model").describe()
+        except InputError as err:
+            return [(f.code, f.message, f.location) for f in err.findings]
+
+    assert build(False) == build(True)
+    if code is not None:
+        assert build(False)[0][0] == code
