@@ -219,6 +219,8 @@ def _graph_buckets(spec: str | None, max_batch: int | None) -> dict[str, Any]:
 
 
 def _goodput(items: list[str] | None) -> dict[str, float]:
+    if not items:
+        return {}  # what parse_goodput([]) gives, without loading the SLO module
     from cbaudit.sim.slo import parse_goodput
 
     try:
