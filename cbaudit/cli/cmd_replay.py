@@ -1,6 +1,7 @@
 """`cbaudit replay WORKLOAD --policy ID`: a deterministic, contract-checked replay."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: Typer reads each option's annotation when
+# the command is built, and a string annotation costs an eval (issue 13, start-up).
 
 import json
 import os
