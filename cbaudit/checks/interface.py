@@ -141,8 +141,113 @@ def build_kinds(kinds: Iterable[CheckKind[Any]]) -> Table[CheckKind[Any]]:
     return Table("check kind", ((k.name, k) for k in kinds))
 
 
-def targets_of(kinds: Mapping[str, CheckKind[Any]]) -> Table[Target]:
-    """Every mutation target of `kinds`, in registry order; a name given twice is refused."""
+@dataclass(frozen=True)
+class KindEntry:
+    """One entry of a lazy registry: a kind's name, the names of the mutation targets it
+    declares, and `load`, a module-level function that imports the kind's module and returns
+    its `CheckKind` (a plain import in code: no module-path string, no importlib).
+
+    Naming the kind and its targets here lets a command list them, and look one up, without
+    importing any kind's module; `resolve` refuses a kind that disagrees with its entry.
+    """
+
+    name: str
+    load: Callable[[], CheckKind[Any]]
+    targets: tuple[str, ...] = ()
+
+    def resolve(self) -> CheckKind[Any]:
+        """The kind `load` returns; ValueError when its name or targets are not the entry's."""
+        kind = self.load()
+        declared = tuple(t.name for t in kind.mutation.targets) if kind.mutation else ()
+        if kind.name != self.name or declared != self.targets:
+            raise ValueError(
+                f"registry entry {self.name!r} (targets {list(self.targets)}) loads kind"
+                f" {kind.name!r} (targets {list(declared)})"
+            )
+        return kind
+
+
+class LazyKinds(Mapping[str, CheckKind[Any]]):
+    """A read-only name -> `CheckKind` registry of `KindEntry`s, each loaded on first look-up.
+
+    Names (and their order) are known without loading anything; a name given twice, or a
+    target name given twice, raises ValueError at construction. `targets` is the registry of
+    their mutation targets, loaded the same way. It pickles as its entries (module-level
+    functions travel by reference): a worker process loads only the kinds it looks up.
+    """
+
+    def __init__(self, entries: Iterable[KindEntry]) -> None:
+        self._entries = Table("check kind", ((e.name, e) for e in entries))
+        self._loaded: dict[str, CheckKind[Any]] = {}
+        self.targets = LazyTargets(self)
+
+    def entries(self) -> tuple[KindEntry, ...]:
+        """The entries, in registry order."""
+        return tuple(self._entries.values())
+
+    def __getitem__(self, name: str) -> CheckKind[Any]:
+        kind = self._loaded.get(name)
+        if kind is None:
+            kind = self._loaded[name] = self._entries[name].resolve()
+        return kind
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (LazyKinds, (self.entries(),))
+
+    def __repr__(self) -> str:
+        return f"LazyKinds({sorted(self._entries)})"
+
+
+class LazyTargets(Mapping[str, Target]):
+    """The mutation targets of a `LazyKinds`, in registry order; a look-up loads one kind."""
+
+    def __init__(self, kinds: LazyKinds) -> None:
+        self._kinds = kinds
+        self._owner = Table(
+            "mutation target", ((t, e.name) for e in kinds.entries() for t in e.targets)
+        )
+
+    def __getitem__(self, name: str) -> Target:
+        mutation = self._kinds[self._owner[name]].mutation
+        assert mutation is not None  # the entry's targets were checked against the kind's
+        return next(t for t in mutation.targets if t.name == name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._owner)
+
+    def __len__(self) -> int:
+        return len(self._owner)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._owner
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_targets_of_lazy, (self._kinds,))
+
+    def __repr__(self) -> str:
+        return f"LazyTargets({list(self._owner)})"
+
+
+def _targets_of_lazy(kinds: LazyKinds) -> LazyTargets:
+    return kinds.targets
+
+
+def targets_of(kinds: Mapping[str, CheckKind[Any]]) -> Mapping[str, Target]:
+    """Every mutation target of `kinds`, in registry order; a name given twice is refused.
+
+    For a `LazyKinds` these are its lazy `targets`: no kind is loaded until one is looked up.
+    """
+    if isinstance(kinds, LazyKinds):
+        return kinds.targets
     return Table(
         "mutation target",
         ((t.name, t) for k in kinds.values() if k.mutation is not None for t in k.mutation.targets),
@@ -154,6 +259,9 @@ __all__ = [
     "CheckSpec",
     "Evaluator",
     "FixtureFile",
+    "KindEntry",
+    "LazyKinds",
+    "LazyTargets",
     "Mutation",
     "Table",
     "Target",

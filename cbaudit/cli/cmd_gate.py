@@ -1,6 +1,7 @@
 """`cbaudit gate DIR...`: run every check the evidence bundles declare."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: Typer reads each option's annotation when
+# the command is built, and a string annotation costs an eval (issue 13, start-up).
 
 import os
 import sys

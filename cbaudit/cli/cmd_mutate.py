@@ -1,7 +1,8 @@
 """`cbaudit mutate [PATH] [--operators ...] [--seed S] [--jobs J] [--break PCT]`: mutation
 campaigns over evidence fixtures, the bundle's declared negatives, metamorphic relations."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: Typer reads each option's annotation when
+# the command is built, and a string annotation costs an eval (issue 13, start-up).
 
 import json
 import os

@@ -1,6 +1,7 @@
 """`cbaudit replay WORKLOAD --policy ID`: a deterministic, contract-checked replay."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: Typer reads each option's annotation when
+# the command is built, and a string annotation costs an eval (issue 13, start-up).
 
 import json
 import os
@@ -219,6 +220,8 @@ def _graph_buckets(spec: str | None, max_batch: int | None) -> dict[str, Any]:
 
 
 def _goodput(items: list[str] | None) -> dict[str, float]:
+    if not items:
+        return {}  # what parse_goodput([]) gives, without loading the SLO module
     from cbaudit.sim.slo import parse_goodput
 
     try:

@@ -5,7 +5,8 @@ Also the small group that lets `cbaudit replay WORKLOAD ...` keep working beside
 replay (the hidden `run` subcommand).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: Typer reads each option's annotation when
+# the command is built, and a string annotation costs an eval (issue 13, start-up).
 
 import os
 from pathlib import Path

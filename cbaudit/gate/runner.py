@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cbaudit.checks.bundle import Bundle, DeclaredCheck, discover, load_bundle
 from cbaudit.checks.execute import DEFAULT_CHECK_TIMEOUT_S, errored, execute
@@ -26,7 +26,6 @@ from cbaudit.checks.interface import CheckKind
 from cbaudit.gate.stamp import stamp
 from cbaudit.io.executor import Executor, LocalExecutor
 from cbaudit.io.reads import recording
-from cbaudit.io.shipping import Shipment, pack, relocated
 from cbaudit.model import (
     CheckResult,
     CheckStatus,
@@ -38,6 +37,9 @@ from cbaudit.model import (
     UsageError,
 )
 from cbaudit.model.progress import Progress
+
+if TYPE_CHECKING:
+    from cbaudit.io.shipping import Shipment
 
 
 @cache
@@ -181,6 +183,8 @@ def _external(check: DeclaredCheck) -> bool:
 
 def _run_shipped_batch(shared: Shipped, unit: list[tuple[DeclaredCheck, str]]) -> list[CheckRun]:
     """A batch of checks on a cluster worker, each in its relocated read root."""
+    from cbaudit.io.shipping import relocated  # a cluster's only: a local gate never loads it
+
     mine = tuple(str(p) for p in package_data())
     pairs = tuple(zip(mine, shared.package, strict=True))
     out: list[CheckRun] = []
@@ -207,6 +211,8 @@ def _run_remote(
 ) -> list[CheckRun]:
     """Ship each read root once and run the checks on the cluster; the checks that read an
     external input of this machine run here."""
+    from cbaudit.io.shipping import pack
+
     out: list[CheckRun] = [CheckRun([]) for _ in specs]
     here = [i for i, s in enumerate(specs) if _external(s)]
     away = [i for i, s in enumerate(specs) if not _external(s)]

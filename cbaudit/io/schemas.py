@@ -25,8 +25,10 @@ SCHEMA_BASE = "https://cbaudit.invalid/schemas/"
 _SUFFIX = ".schema.json"
 
 
+@cache
 def schema_root() -> Path:
-    """Where the schemas are: inside an installed wheel, else the source checkout."""
+    """Where the schemas are: inside an installed wheel, else the source checkout (looked up
+    once: a schema look-up is made for every `$ref`)."""
     here = Path(__file__).resolve().parent.parent
     packaged = here / "_schemas"
     if packaged.is_dir():
@@ -57,9 +59,14 @@ def _schema_at(uri: str) -> dict[str, Any]:
     if not (uri.startswith(SCHEMA_BASE) and uri.endswith(_SUFFIX)):
         raise KeyError(uri)
     name = uri[len(SCHEMA_BASE) : -len(_SUFFIX)]
-    if not (schema_root() / f"{name}{_SUFFIX}").is_file():
+    if not _is_shipped(name):
         raise KeyError(uri)
     return load_schema(name)
+
+
+@cache
+def _is_shipped(name: str) -> bool:
+    return (schema_root() / f"{name}{_SUFFIX}").is_file()
 
 
 def _uri(name: str) -> str:

@@ -29,20 +29,22 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cbaudit.checks.interface import Target, Verdict
 from cbaudit.io.executor import Executor, LocalExecutor
 from cbaudit.io.reads import recording
-from cbaudit.io.shipping import Shipment, pack, relocated
 from cbaudit.model import Finding, InputError, Location
 from cbaudit.model.progress import Progress
 from cbaudit.mutate.operators import Operator, OperatorRegistry
 from cbaudit.mutate.patch import PatchError, apply_shared
+
+if TYPE_CHECKING:
+    from cbaudit.io.shipping import Shipment
 
 
 class MutantStatus(StrEnum):
@@ -299,10 +301,18 @@ class CampaignShared:
     shipment: Shipment | None = None  # a cluster run: the files the oracles read
 
 
+def _pack(roots: Sequence[Path], files: Iterable[Path]) -> Shipment:
+    from cbaudit.io.shipping import pack  # a cluster run's only: a local campaign never loads it
+
+    return pack(roots, files)
+
+
 def _cells_unit(shared: CampaignShared, cells: list[tuple[str, str]]) -> list[MutantResult]:
     """Judge the mutants of some (fixture, operator) cells; relocated on a cluster worker."""
     if shared.shipment is None:
         return _judge_cells(shared, cells)
+    from cbaudit.io.shipping import relocated  # a cluster run's only
+
     with relocated(shared.shipment) as where:
         moved = {
             name: replace(
@@ -395,7 +405,7 @@ def run_campaign(
         # Interleaved chunks, several per worker, so progress moves and the load balances.
         count = min(len(cells), 64 if remote else jobs * 8)
         chunks = [c for c in (cells[i::count] for i in range(count)) if c]
-        shipment = pack(ship, _shipped_files(read)) if remote else None
+        shipment = _pack(ship, _shipped_files(read)) if remote else None
         shared = CampaignShared(
             {f.name: f for f in _picklable(fixtures)},
             baselines,

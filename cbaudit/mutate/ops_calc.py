@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Mapping
-from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cbaudit.mutate.operators import Edit, Generator, Operator, add, remove, replace
-from cbaudit.oracles.calculator_claims import NAME, TARGET
-from cbaudit.oracles.calculator_table import CALCULATORS, UNITS, Dimension
+from cbaudit.oracles.calculator_claims_names import NAME, TARGET
+
+if TYPE_CHECKING:
+    from cbaudit.oracles.calculator_table import Unit
 
 LOOP = "lecture"
 MISMATCH = "CALC.CLAIM.MISMATCH"
 
-#: For each unit, one of another dimension (the claim then names a unit its output cannot be).
-_OTHER_DIMENSION = {Dimension.TIME: "B", Dimension.LABEL: "ms"}
+#: For each unit's dimension (`Dimension.TIME`, `Dimension.LABEL`), a unit of another one (the
+#: claim then names a unit its output cannot be); any other dimension takes "ms".
+_OTHER_DIMENSION = {"time": "B", "label": "ms"}
 #: A unit of the same dimension and another scale: the figure then reads 1000x (or 1/1000x) off.
 _RESCALE = {
     "ms": "s",
@@ -86,8 +88,18 @@ def _expects(data: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any], 
                 yield f"/checks/{i}/expect/{k}", exp, str(entry.get("id"))
 
 
+# The calculators' table (and `fractions`) load when an operator generates mutants, not when
+# `cbaudit.mutate.registry` lists the operators: `cbaudit mutate` of a plan case never needs them.
+def _unit(exp: Mapping[str, Any]) -> Unit | None:
+    from cbaudit.oracles.calculator_table import UNITS
+
+    return UNITS.get(str(exp.get("unit")))
+
+
 def _numeric(exp: Mapping[str, Any]) -> bool:
-    unit = UNITS.get(str(exp.get("unit")))
+    from cbaudit.oracles.calculator_table import Dimension
+
+    unit = _unit(exp)
     return unit is not None and unit.dimension is not Dimension.LABEL
 
 
@@ -96,6 +108,8 @@ def _shifted(printed: str) -> str:
     off by more than any tolerance a claim states (`56.5` -> `113.1`, `0` -> `1`)."""
     text = printed.replace(",", "")
     decimals = len(text.split(".")[1]) if "." in text else 0
+    from fractions import Fraction
+
     unit = Fraction(1, 10**decimals)
     value = 2 * Fraction(text) + unit
     return f"{float(value):.{decimals}f}"
@@ -117,13 +131,15 @@ def _flip_label(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
 
 def _unit_other_dimension(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
     for ptr, exp, cid in _expects(data):
-        unit = UNITS.get(str(exp.get("unit")))
+        unit = _unit(exp)
         if unit is not None:
-            new = _OTHER_DIMENSION.get(unit.dimension, "ms")
+            new = _OTHER_DIMENSION.get(unit.dimension.value, "ms")
             yield (replace(f"{ptr}/unit", new),), f"{cid}: {exp['output']} in {new}"
 
 
 def _unit_rescale(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
+    from fractions import Fraction
+
     for ptr, exp, cid in _expects(data):
         new = _RESCALE.get(str(exp.get("unit")))
         if new is not None and Fraction(str(exp["printed"]).replace(",", "")) != 0:
@@ -150,6 +166,8 @@ def _input_unknown(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit
 
 
 def _input_missing(data: Mapping[str, Any], rng: random.Random) -> Iterator[Edit]:
+    from cbaudit.oracles.calculator_table import CALCULATORS
+
     for i, entry in _claims(data):
         calc = CALCULATORS.get(str(entry.get("calculator")))
         if calc is None:

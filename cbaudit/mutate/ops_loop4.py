@@ -13,7 +13,6 @@ from typing import Any
 
 from cbaudit.model import Location
 from cbaudit.mutate.operators import Edit, Operator, add, replace
-from cbaudit.oracles.fixtures import Fixture
 
 ORACLE = "selective-batching"
 TARGET = f"oracle:{ORACLE}"
@@ -23,6 +22,7 @@ LOOP = "4"
 def _derived(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The PackedIteration the oracle derives from the (unpatched) fixture."""
     from cbaudit.oracles.fixture_oracle import oracles
+    from cbaudit.oracles.fixtures import Fixture
 
     clean = {k: v for k, v in data.items() if k != "packing_patch"}
     fixture = Fixture(clean, "<generator>", "", lambda p: Location(pointer=p))

@@ -37,6 +37,7 @@ from cbaudit.checks.interface import CheckKind, FixtureFile, Mutation, Target, V
 from cbaudit.checks.spec import CheckSpec, converted
 from cbaudit.checks.targets import error_codes, no_locate
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError, Location
+from cbaudit.oracles.calculator_claims_names import NAME, TARGET
 from cbaudit.oracles.calculator_table import (
     CALCULATORS,
     UNITS,
@@ -47,9 +48,7 @@ from cbaudit.oracles.calculator_table import (
     load_input,
 )
 
-NAME = "calculator_claim"
 SCHEMA = "check-calculator-claim"
-TARGET = "calculator-claims"
 
 CODES = {
     "CALC.CLAIM.MISMATCH": "the calculator's value disagrees with the printed figure",

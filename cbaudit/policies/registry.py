@@ -1,7 +1,10 @@
 """The explicit policy registry: id -> factory(options) and a one-line summary.
 
-Adding a policy is adding one module and one `register(...)` line below. Duplicates are
-refused, and so is a policy without a one-line summary (`cbaudit replay --list-policies`).
+Adding a policy is adding one module, its loader (a function that imports the module and builds
+the policy) and one `register(...)` line below. A policy's module loads only when the policy is
+created, so a replay under one policy does not pay for the other twenty (issue 13, start-up).
+Duplicates are refused, and so is a policy without a one-line summary (`cbaudit replay
+--list-policies`).
 """
 
 from __future__ import annotations
@@ -10,21 +13,6 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from cbaudit.policies.base import Policy
-from cbaudit.policies.bounded_admission import BoundedAdmissionPolicy
-from cbaudit.policies.fastserve_mlfq import FastServeMlfqPolicy
-from cbaudit.policies.fifo_fair import FifoPolicy
-from cbaudit.policies.least_service import LeastServicePolicy
-from cbaudit.policies.least_slack import LeastSlackPolicy
-from cbaudit.policies.orca import OrcaPolicy
-from cbaudit.policies.phase_first import DecodeFirstPolicy, PrefillFirstPolicy
-from cbaudit.policies.prefix_quota import PrefixQuotaPolicy, ReuseGreedyPolicy
-from cbaudit.policies.priority_aging import PriorityAgingPolicy, StaticPriorityPolicy
-from cbaudit.policies.reservation import MODES as RESERVATION_MODES
-from cbaudit.policies.reservation import factory as reservation_factory
-from cbaudit.policies.sarathi import SarathiServePolicy
-from cbaudit.policies.static import StaticPolicy
-from cbaudit.policies.vllm_v1 import VllmV1Policy
-from cbaudit.policies.vtc import VtcCompletionReconciledPolicy, VtcPolicy
 
 Factory = Callable[[Mapping[str, Any]], Policy]
 
@@ -104,6 +92,124 @@ def _no_options(cls: Callable[[], Policy]) -> Factory:
     return make
 
 
+# Each policy's module loads when the policy is created (a replay under `fifo` does not load
+# the other policies); the ids, summaries and duplicate checks below need none of them.
+
+
+def _bounded_admission(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.bounded_admission import BoundedAdmissionPolicy
+
+    return BoundedAdmissionPolicy(options)
+
+
+def _fast_serve_mlfq(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.fastserve_mlfq import FastServeMlfqPolicy
+
+    return FastServeMlfqPolicy(options)
+
+
+def _fifo(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.fifo_fair import FifoPolicy
+
+    return FifoPolicy(options)
+
+
+def _least_service(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.least_service import LeastServicePolicy
+
+    return LeastServicePolicy(options)
+
+
+def _least_slack(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.least_slack import LeastSlackPolicy
+
+    return LeastSlackPolicy(options)
+
+
+def _orca(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.orca import OrcaPolicy
+
+    return OrcaPolicy(options)
+
+
+def _decode_first(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.phase_first import DecodeFirstPolicy
+
+    return DecodeFirstPolicy(options)
+
+
+def _prefill_first(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.phase_first import PrefillFirstPolicy
+
+    return PrefillFirstPolicy(options)
+
+
+def _prefix_quota(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.prefix_quota import PrefixQuotaPolicy
+
+    return PrefixQuotaPolicy(options)
+
+
+def _reuse_greedy(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.prefix_quota import ReuseGreedyPolicy
+
+    return ReuseGreedyPolicy(options)
+
+
+def _priority_aging(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.priority_aging import PriorityAgingPolicy
+
+    return PriorityAgingPolicy(options)
+
+
+def _static_priority(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.priority_aging import StaticPriorityPolicy
+
+    return StaticPriorityPolicy(options)
+
+
+def _sarathi_serve(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.sarathi import SarathiServePolicy
+
+    return _no_options(SarathiServePolicy)(options)
+
+
+def _static(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.static import StaticPolicy
+
+    return _no_options(StaticPolicy)(options)
+
+
+def _vllm_v1(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.vllm_v1 import VllmV1Policy
+
+    return VllmV1Policy(options)
+
+
+def _vtc_completion_reconciled(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.vtc import VtcCompletionReconciledPolicy
+
+    return VtcCompletionReconciledPolicy(options)
+
+
+def _vtc(options: Mapping[str, Any]) -> Policy:
+    from cbaudit.policies.vtc import VtcPolicy
+
+    return VtcPolicy(options)
+
+
+class _Reservation:
+    """The factory of one reservation mode (`cbaudit.policies.reservation`, loaded on use)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    def __call__(self, options: Mapping[str, Any]) -> Policy:
+        from cbaudit.policies.reservation import ReservationPolicy
+
+        return ReservationPolicy(self.mode, options)
+
+
 _RESERVATION_SUMMARIES = {
     "maximum": "reservation admission, FIFO: reserve the declared max_output_tokens (never"
     " under-reserves)",
@@ -118,85 +224,83 @@ _RESERVATION_SUMMARIES = {
 POLICIES = Registry()
 POLICIES.register(
     "static",
-    _no_options(StaticPolicy),
+    _static,
     "a fixed request batch: nobody joins until its longest member finishes",
 )
 POLICIES.register(
-    "orca", OrcaPolicy, "iteration-level FCFS (ORCA), optionally reserving max_tokens per request"
+    "orca", _orca, "iteration-level FCFS (ORCA), optionally reserving max_tokens per request"
 )
 POLICIES.register(
     "sarathi-serve",
-    _no_options(SarathiServePolicy),
+    _sarathi_serve,
     "stall-free batching (Sarathi-Serve): decodes, then partial prefills, then chunked admissions",
 )
 POLICIES.register(
     "vllm-v1",
-    VllmV1Policy,
+    _vllm_v1,
     "the decision shape of the pinned vLLM v0.23.0 V1 scheduler, preempting by recompute",
 )
 POLICIES.register(
     "decode-first",
-    DecodeFirstPolicy,
+    _decode_first,
     "decode rows take the token budget before prefill (optional prefill reserve)",
 )
 POLICIES.register(
     "prefill-first",
-    PrefillFirstPolicy,
+    _prefill_first,
     "prefill takes the token budget before decode rows (optional decode reserve)",
 )
 POLICIES.register(
     "least-slack",
-    LeastSlackPolicy,
+    _least_slack,
     "least predicted slack to the TTFT/TBT deadline first (article 0x07)",
 )
 POLICIES.register(
     "bounded-admission",
-    BoundedAdmissionPolicy,
+    _bounded_admission,
     "a live-request cap (rejecting the rest) in front of least-slack selection",
 )
-for _mode in RESERVATION_MODES:
-    POLICIES.register(
-        f"reservation-{_mode}", reservation_factory(_mode), _RESERVATION_SUMMARIES[_mode]
-    )
+for _mode, _summary in _RESERVATION_SUMMARIES.items():  # a test holds these reservation.MODES
+    POLICIES.register(f"reservation-{_mode}", _Reservation(_mode), _summary)
 # Fairness and starvation (article 0x09A, issue 4 part B).
-POLICIES.register("fifo", FifoPolicy, "request FIFO, blind to clients (the fairness baseline)")
+POLICIES.register("fifo", _fifo, "request FIFO, blind to clients (the fairness baseline)")
 POLICIES.register(
     "least-service",
-    LeastServicePolicy,
+    _least_service,
     "the client with the least completed weighted service first",
 )
 POLICIES.register(
     "vtc",
-    VtcPolicy,
+    _vtc,
     "virtual token counters per client (VTC, Algorithm 2 shape)",
 )
 POLICIES.register(
     "vtc-completion-reconciled",
-    VtcCompletionReconciledPolicy,
+    _vtc_completion_reconciled,
     "VTC with provisional charges settled by completed rows (the article's teaching variant)",
 )
 POLICIES.register(
     "fastserve-mlfq",
-    FastServeMlfqPolicy,
+    _fast_serve_mlfq,
     "skip-join multi-level feedback queue with demotion and starvation promotion",
 )
 POLICIES.register(
     "static-priority",
-    StaticPriorityPolicy,
+    _static_priority,
     "fixed numeric priority, lower first (can starve old low-priority requests)",
 )
 POLICIES.register(
     "priority-aging",
-    PriorityAgingPolicy,
+    _priority_aging,
     "priority that improves with waiting time, so a waiting request eventually wins",
 )
 POLICIES.register(
     "reuse-greedy",
-    ReuseGreedyPolicy,
+    _reuse_greedy,
     "cache-hit groups served greedily in declared order (the cold group can starve)",
 )
 POLICIES.register(
     "prefix-quota",
-    PrefixQuotaPolicy,
+    _prefix_quota,
     "cache-hit groups served by a weighted quota cycle (default hot 2 : cold 1)",
 )

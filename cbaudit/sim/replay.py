@@ -295,6 +295,8 @@ def _pools(
     options: ReplayOptions, cost: Any, source: str | None, base_dir: Path | None
 ) -> tuple[Any, Any]:
     """The state pool and the preemption model the options declare (either may be None)."""
+    if not options.state_pool and not options.preemption:
+        return None, None  # the engine's recompute path, without loading either module
     from cbaudit.sim.preemption_swap import defaults_of, make_preemption
     from cbaudit.sim.state_pool import make_state_pool
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from cbaudit.policies.budget import Reason, admission_check, blocks_needed
@@ -15,6 +18,33 @@ def test_registry_is_exhaustive_and_identities_match() -> None:
     assert set(EXPECTED_IDS) <= set(POLICIES.ids())
     for pid in EXPECTED_IDS:
         assert POLICIES.create(pid).policy_id == pid
+
+
+def test_every_registered_policy_builds_and_loads_lazily() -> None:
+    """Every id (the reservation modes among them, one per `reservation.MODES`) builds a policy
+    reporting that id; listing the ids loads no policy module but the shared base."""
+    from cbaudit.policies.reservation import MODES
+
+    assert [p for p in POLICIES.ids() if p.startswith("reservation-")] == sorted(
+        f"reservation-{m}" for m in MODES
+    )
+    required = {
+        "bounded-admission": {"live_cap": 4},
+        "reservation-watermark": {"watermark_rows": 1},
+    }
+    for pid in POLICIES.ids():
+        options = required.get(pid, {})
+        assert POLICIES.create(pid, options).policy_id == pid, pid
+    code = (
+        "import sys; from cbaudit.policies.registry import POLICIES; POLICIES.ids();"
+        " print(' '.join(m for m in sys.modules if m.startswith('cbaudit.policies.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert set(out.stdout.split()) <= {
+        "cbaudit.policies.registry",
+        "cbaudit.policies.base",
+        "cbaudit.policies.budget",
+    }
 
 
 def test_registry_refuses_duplicates() -> None:
