@@ -246,3 +246,79 @@ def test_roofline_decode_form_is_step_time() -> None:
         ctx = tuple(rnd.randint(1, 20_000) for _ in range(rnd.randint(1, 64)))
         assert cost.decode_step_ms(len(ctx), sum(ctx)) == cost.step_time_ms(StepShape(ctx, ()))
     assert cost.decode_step_ms(0, 0) == cost.step_time_ms(StepShape((), ()))
+
+
+def _finish_points(wl: Workload, policy_id: str, cost: str) -> list[int]:
+    """Iterations at which requests finished on the per-iteration path."""
+    points: list[int] = []
+
+    class Recording(Engine):
+        def _retire(self, terminal: Any) -> None:
+            points.append(self.iteration)
+            super()._retire(terminal)
+
+    Recording(
+        wl, POLICIES.create(policy_id, {}), _cost(cost), validation=Validation.CONTRACT,
+        stretches=False,
+    ).run()  # fmt: skip
+    return points
+
+
+@pytest.mark.parametrize("policy_id", ["vllm-v1", "sarathi-serve", "static", "orca"])
+@pytest.mark.parametrize("cost", ["unit", "roofline"])
+def test_stretches_fold_finishes_and_chain(
+    policy_id: str, cost: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stretch may end with the iteration that emits requests' last tokens; they finish
+    there and the next stretch starts at once, with no iteration in full between: the same
+    report as the per-iteration path, and both things do happen on these workloads."""
+    import cbaudit.sim.stretch as stretch
+
+    folded: list[int] = []
+    real_finish = stretch._finish
+
+    def finish(engine: Engine) -> bool:
+        done = real_finish(engine)
+        if done:
+            folded.append(engine.iteration)
+        return done
+
+    starts: list[int] = []
+    real_apply = stretch._apply
+
+    def apply(engine: Engine, k: int, times: list[float], free: int | None) -> None:
+        starts.append(engine.iteration)
+        real_apply(engine, k, times, free)
+
+    monkeypatch.setattr(stretch, "_finish", finish)
+    monkeypatch.setattr(stretch, "_apply", apply)
+    unit = "tick" if cost == "unit" else "ms"
+    for seed in SEEDS:
+        wl = _workload(seed, unit)
+        slow = _run(wl, POLICIES.create(policy_id, {}), _cost(cost), stretches=False)
+        before = len(folded)
+        fast = _run(wl, POLICIES.create(policy_id, {}), _cost(cost), stretches=True)
+        assert _canonical(fast.report()) == _canonical(slow.report()), seed
+        # each folded finish is one the per-iteration path also has, at the same iteration
+        assert set(folded[before:]) <= set(_finish_points(wl, policy_id, cost)), seed
+    assert folded
+    # a stretch that starts where a folded one ended: chained with no iteration between
+    assert set(starts) & set(folded)
+
+
+@pytest.mark.parametrize("bug", ["skip", "key", "wide", "snapshot", "over"])
+def test_a_mutant_right_after_a_finish_is_caught_at_the_same_iteration(bug: str) -> None:
+    """Deviations that start at the cut right after (or at) a finish, where a stretch now
+    opens without an iteration in full: both paths stop at the same iteration, same code."""
+    caught = 0
+    for seed in range(12):
+        wl = _workload(seed, "ms")
+        points = _finish_points(wl, "vllm-v1", "roofline")
+        for at in sorted({p + d for p in points[:4] for d in (0, 1, 2)}):
+            slow = _run(wl, _Mutant(bug, at), _cost("roofline"), stretches=False)
+            fast = _run(wl, _Mutant(bug, at), _cost("roofline"), stretches=True)
+            got = [(f.code, f.iteration, f.message) for f in fast.findings]
+            assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
+            assert _canonical(fast.report()) == _canonical(slow.report())
+            caught += bool(slow.findings)
+    assert caught > 0
