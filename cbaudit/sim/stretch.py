@@ -40,21 +40,42 @@ if TYPE_CHECKING:
     from cbaudit.sim.engine import Engine, Executed
 
 _DECODE = Phase.DECODE_ROW
+_PREFILL = Phase.PREFILL_CHUNK
 _MIN_STRETCH = 2  # a stretch of one iteration costs a policy call anyway
 
 
-def _quiet(engine: Engine, step: Executed) -> bool:
-    """Whether iteration t (just published) can open a stretch (conditions 1 and 2)."""
+def _quiet(engine: Engine, step: Executed, any_order: bool) -> bool:
+    """Whether the cut after iteration t (just published) can open a stretch (conditions 1
+    and 2): every running request emitted a token at t and is now a ready decode, the waiting
+    queue is empty, t preempted and rejected nobody, and the budgets admit one row each.
+
+    With `any_order` (the step time does not depend on the rows' order) t may also have
+    admitted requests and completed prompts (a prefill chunk ending at the prompt emits the
+    first token); otherwise t's rows must all have been decodes, in the order kept."""
     plan = step.plan
-    if plan.admitted or plan.preempted or plan.rejected or plan.not_selected or engine.waiting:
+    if plan.preempted or plan.rejected or engine.waiting:
         return False
-    running = engine.running  # after t's finished requests left it
+    running = engine.running  # after t's finished requests left it, admitted ones joined
     items = plan.items
-    if not running or len(items) != len(running) + len(step.terminal):
+    b = len(running)
+    if not b or len(items) != b + len(step.terminal):
         return False
-    for item in items:
-        if item.phase is not _DECODE or item.end - item.start != 1:
+    budgets = engine.budgets
+    if b > budgets.token_budget or b > budgets.sequence_budget:
+        return False
+    if any_order:
+        for item in items:
+            if item.phase is _DECODE:
+                if item.end - item.start != 1:
+                    return False
+            elif item.phase is not _PREFILL or item.end != item.req.p:
+                return False
+    else:
+        if plan.admitted or plan.not_selected:
             return False
+        for item in items:
+            if item.phase is not _DECODE or item.end - item.start != 1:
+                return False
     return all(r.ready and r.floor <= r.c and r.c == r.p + r.e - 1 for r in running)
 
 
@@ -76,13 +97,15 @@ def run_stretch(engine: Engine, step: Executed) -> None:
     requests finish there, and the rest are again quiet decodes, so the next stretch starts
     right after it (in the cost model's closed decode form or under the slot clock, where the
     step time does not depend on the rows' order)."""
-    if not _quiet(engine, step):
-        return
     closed = _decode_cost(engine)
+    any_order = closed is not None or engine.slot_clock
+    if not _quiet(engine, step, any_order):
+        return
+    live = engine.live
+    if live is not None and not live.views_pass(engine.running, engine.waiting):
+        return  # a view of the first cut breaks a state rule: the full iteration reports it
     contexts = (
-        None
-        if closed is not None or engine.slot_clock
-        else [it.req.c + 1 for it in step.plan.items if not it.req.terminal]
+        None if any_order else [it.req.c + 1 for it in step.plan.items if not it.req.terminal]
     )
     while _stretch(engine, closed, contexts) and contexts is None and engine.running:
         pass
