@@ -130,12 +130,21 @@ def exact_sum(counts: Mapping[float, int]) -> float:
     """The correctly rounded sum of the multiset `counts` (what `math.fsum` of it returns)."""
     if any(not math.isfinite(v) for v in counts):
         return math.fsum(v * c for v, c in counts.items())  # inf/nan propagate as fsum's do
-    ratios = [(v.as_integer_ratio(), c) for v, c in counts.items() if c]
-    if not ratios:
-        return 0.0
-    den = max(d for (_, d), _ in ratios)  # every denominator is a power of two
-    total = sum(num * (den // d) * c for (num, d), c in ratios)
-    return float(Fraction(total, den))
+    # one pass, no list of ratios: every denominator is a power of two, so the running total
+    # is kept over the largest denominator seen so far (2 ** shift) and rescaled when it grows
+    total = 0
+    shift = 0
+    for v, c in counts.items():
+        if not c:
+            continue
+        num, d = v.as_integer_ratio()
+        k = d.bit_length() - 1
+        if k > shift:
+            total = (total << (k - shift)) + num * c
+            shift = k
+        else:
+            total += (num * c) << (shift - k)
+    return float(Fraction(total, 1 << shift))
 
 
 def scaled_counts(

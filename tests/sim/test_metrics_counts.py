@@ -40,3 +40,22 @@ def test_ms_figures_of_a_ms_clock_are_the_clock_figures() -> None:
         scaled2 = scaled_counts(counts, lambda v: v * 2.5)
         assert scaled2 is not None
         assert json.dumps(other["ms"]) == json.dumps(distribution_counts(scaled2))
+
+
+def test_exact_sum_is_fsum_of_the_multiset() -> None:
+    """The correctly rounded sum of value x count, as `math.fsum` of the expanded samples."""
+    import math
+
+    from cbaudit.sim.metrics import exact_sum
+
+    rnd = random.Random(3)
+    for _ in range(300):
+        values = [
+            rnd.choice([rnd.uniform(-1e3, 1e3), rnd.uniform(0, 1e-6), 1e300, -0.0, 0.5, 3.0])
+            for _ in range(rnd.randint(0, 30))
+        ]
+        counts = Counter({v: rnd.randint(0, 5) for v in values})
+        expanded = [v for v, c in counts.items() for _ in range(c)]
+        assert exact_sum(counts) == math.fsum(expanded)
+    assert exact_sum({}) == 0.0
+    assert exact_sum({1.0: 0}) == 0.0
