@@ -205,6 +205,20 @@ class LiveContract:
             self._check_skipped(out, plan, worst, running, waiting, seen, explained)
         return out
 
+    def views_pass(self, running: Sequence[LiveRequest], waiting: Sequence[LiveRequest]) -> bool:
+        """Whether every view changed since the last cut passes the state rules at the cut of
+        `running` and `waiting` (the first part of `check_plan`); when it does they count as
+        checked, else they stay pending for `check_plan` to report."""
+        touched = self._touched
+        if not touched:
+            return True
+        probe: list[Issue] = []
+        self._check_views(probe, touched.values(), running, waiting)
+        if probe:
+            return False
+        self._touched = {}
+        return True
+
     def _check_items(
         self, out: list[Issue], plan: LivePlan, state_version: int
     ) -> tuple[set[int], int, list[tuple[int, TieBreakKey]], TieBreakKey | None]:

@@ -53,10 +53,17 @@ def ms_converter(run: ReplayRun) -> Callable[[float], float | None]:
     clock = run.workload.clock
     tick_ms = 1.0 if clock.unit.value == "ms" else clock.tick_ms
     if run.slot_clock and clock.unit.value == "ms":
-        return lambda v: v  # one iteration per millisecond
+        return _identity  # one iteration per millisecond
     if tick_ms is None:
         return lambda v: None
+    if tick_ms == 1.0:
+        return _identity  # v * 1.0 is v, bit for bit
     return lambda v: v * tick_ms
+
+
+def _identity(v: float) -> float:
+    """The converter of a clock already in milliseconds (`_both_counts` reuses the figures)."""
+    return v
 
 
 def nearest_rank(samples: Sequence[float], q: float) -> float:
@@ -100,17 +107,22 @@ def distribution_counts(counts: Mapping[float, int]) -> dict[str, Any]:
     out["mean"] = _num(exact_sum(counts) / n)
     out["min"] = _num(keys[0])
     out["max"] = _num(keys[-1])
+    wanted: list[tuple[int, str]] = []
     for name, q, gate in PERCENTILE_GATES:
-        if n < gate:
-            out[name] = INSUFFICIENT
-            continue
-        rank = max(1, math.ceil(q * n))
-        seen = 0
-        for v in keys:
-            seen += counts[v]
-            if seen >= rank:
-                out[name] = _num(v)
-                break
+        out[name] = INSUFFICIENT  # (the order of the keys is kept)
+        if n >= gate:
+            wanted.append((max(1, math.ceil(q * n)), name))
+    wanted.sort()
+    # one walk of the cumulative counts answers every rank, smallest first
+    j = 0
+    seen = 0
+    for v in keys:
+        if j == len(wanted):
+            break
+        seen += counts[v]
+        while j < len(wanted) and seen >= wanted[j][0]:
+            out[wanted[j][1]] = _num(v)
+            j += 1
     return out
 
 
@@ -118,12 +130,21 @@ def exact_sum(counts: Mapping[float, int]) -> float:
     """The correctly rounded sum of the multiset `counts` (what `math.fsum` of it returns)."""
     if any(not math.isfinite(v) for v in counts):
         return math.fsum(v * c for v, c in counts.items())  # inf/nan propagate as fsum's do
-    ratios = [(v.as_integer_ratio(), c) for v, c in counts.items() if c]
-    if not ratios:
-        return 0.0
-    den = max(d for (_, d), _ in ratios)  # every denominator is a power of two
-    total = sum(num * (den // d) * c for (num, d), c in ratios)
-    return float(Fraction(total, den))
+    # one pass, no list of ratios: every denominator is a power of two, so the running total
+    # is kept over the largest denominator seen so far (2 ** shift) and rescaled when it grows
+    total = 0
+    shift = 0
+    for v, c in counts.items():
+        if not c:
+            continue
+        num, d = v.as_integer_ratio()
+        k = d.bit_length() - 1
+        if k > shift:
+            total = (total << (k - shift)) + num * c
+            shift = k
+        else:
+            total += (num * c) << (shift - k)
+    return float(Fraction(total, 1 << shift))
 
 
 def scaled_counts(
@@ -242,6 +263,9 @@ def _both_counts(
 ) -> dict[str, Any]:
     """`distribution_counts` in clock units and, when the clock converts, in ms."""
     out = distribution_counts(counts)
+    if to_ms is _identity:  # the same multiset: the same figures
+        out["ms"] = dict(out)
+        return out
     ms = scaled_counts(counts, to_ms)
     out["ms"] = None if ms is None else distribution_counts(ms)
     return out

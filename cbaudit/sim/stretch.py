@@ -36,31 +36,46 @@ from typing import TYPE_CHECKING, Any
 from cbaudit.contract.records import Phase
 
 if TYPE_CHECKING:
+    from cbaudit.contract.live_request import LiveRequest
     from cbaudit.sim.engine import Engine, Executed
 
 _DECODE = Phase.DECODE_ROW
+_PREFILL = Phase.PREFILL_CHUNK
 _MIN_STRETCH = 2  # a stretch of one iteration costs a policy call anyway
 
 
-def _quiet(engine: Engine, step: Executed) -> bool:
-    """Whether iteration t (just published) can open a stretch (conditions 1 and 2)."""
+def _quiet(engine: Engine, step: Executed, any_order: bool) -> bool:
+    """Whether the cut after iteration t (just published) can open a stretch (conditions 1
+    and 2): every running request emitted a token at t and is now a ready decode, the waiting
+    queue is empty, t preempted and rejected nobody, and the budgets admit one row each.
+
+    With `any_order` (the step time does not depend on the rows' order) t may also have
+    admitted requests and completed prompts (a prefill chunk ending at the prompt emits the
+    first token); otherwise t's rows must all have been decodes, in the order kept."""
     plan = step.plan
-    if (
-        step.terminal
-        or plan.admitted
-        or plan.preempted
-        or plan.rejected
-        or plan.not_selected
-        or engine.waiting
-    ):
+    if plan.preempted or plan.rejected or engine.waiting:
         return False
-    running = engine.running
+    running = engine.running  # after t's finished requests left it, admitted ones joined
     items = plan.items
-    if len(items) != len(running) or not items:
+    b = len(running)
+    if not b or len(items) != b + len(step.terminal):
         return False
-    for item in items:
-        if item.phase is not _DECODE or item.end - item.start != 1:
+    budgets = engine.budgets
+    if b > budgets.token_budget or b > budgets.sequence_budget:
+        return False
+    if any_order:
+        for item in items:
+            if item.phase is _DECODE:
+                if item.end - item.start != 1:
+                    return False
+            elif item.phase is not _PREFILL or item.end != item.req.p:
+                return False
+    else:
+        if plan.admitted or plan.not_selected:
             return False
+        for item in items:
+            if item.phase is not _DECODE or item.end - item.start != 1:
+                return False
     return all(r.ready and r.floor <= r.c and r.c == r.p + r.e - 1 for r in running)
 
 
@@ -76,17 +91,37 @@ def _decode_cost(engine: Engine) -> Any:
 
 
 def run_stretch(engine: Engine, step: Executed) -> None:
-    """Take the longest stretch that starts after iteration t, if there is one (see above)."""
-    if not _quiet(engine, step):
+    """Take the longest stretches that start after iteration t, if there are any (see above).
+
+    A stretch may end with the iteration in which requests emit their last token; those
+    requests finish there, and the rest are again quiet decodes, so the next stretch starts
+    right after it (in the cost model's closed decode form or under the slot clock, where the
+    step time does not depend on the rows' order)."""
+    closed = _decode_cost(engine)
+    any_order = closed is not None or engine.slot_clock
+    if not _quiet(engine, step, any_order):
         return
+    live = engine.live
+    if live is not None and not live.views_pass(engine.running, engine.waiting):
+        return  # a view of the first cut breaks a state rule: the full iteration reports it
+    contexts = (
+        None if any_order else [it.req.c + 1 for it in step.plan.items if not it.req.terminal]
+    )
+    while _stretch(engine, closed, contexts) and contexts is None and engine.running:
+        pass
+
+
+def _stretch(engine: Engine, closed: Any, contexts: list[int] | None) -> bool:
+    """One stretch from the current cut; True when it was taken and ended with a finish."""
     running = engine.running
     b = len(running)
     policy_limit = engine.policy.decode_stretch(  # type: ignore[attr-defined]
         engine.cut(engine.version + 1, engine.iteration + 1, engine.now, engine.free)
     )
     realized = engine.realized
-    # the iteration that emits a request's last token is an event: stop one before
-    k_max = min(min(realized[r.idx], r.max_out) - r.e for r in running) - 1
+    # the iteration that emits a request's last token may end the stretch (it finishes there)
+    k_fin = min(min(realized[r.idx], r.max_out) - r.e for r in running)
+    k_max = k_fin
     if policy_limit < k_max:
         k_max = policy_limit
     if engine.horizon is not None:
@@ -95,7 +130,7 @@ def run_stretch(engine: Engine, step: Executed) -> None:
     if engine.max_decisions is not None:
         k_max = min(k_max, engine.max_decisions - engine.version)
     if k_max < _MIN_STRETCH:
-        return
+        return False
     nxt = engine._pending[engine._next].arrival if engine._next < len(engine._pending) else None
     bs = engine.budgets.kv_block_size
     free = engine.free
@@ -110,8 +145,6 @@ def run_stretch(engine: Engine, step: Executed) -> None:
     slot = engine.slot_clock
     ms_per_unit = engine.ms_per_unit
     cost = engine.cost
-    closed = _decode_cost(engine)
-    contexts = None if closed is not None or slot else [it.req.c + 1 for it in step.plan.items]
     # walk the stretch: per iteration only the clock, the pool and the figures
     now = engine.now
     times: list[float] = []
@@ -140,10 +173,29 @@ def run_stretch(engine: Engine, step: Executed) -> None:
         frees.append(free)
         k += 1
     if k < _MIN_STRETCH:
-        return
+        return False
     if not _promise_holds(engine, k, times[k - 2], frees[k - 2]):
-        return
+        return False
     _apply(engine, k, times, frees[k - 1])
+    return k == k_fin and _finish(engine)
+
+
+def _finish(engine: Engine) -> bool:
+    """The requests whose last token the stretch's last iteration emitted finish, as they do
+    after a per-iteration step (reason, K/V released, the progress callback); True if any."""
+    realized = engine.realized
+    terminal: list[tuple[LiveRequest, str]] = []
+    for r in engine.running:
+        if r.e >= realized[r.idx]:
+            terminal.append((r, "eos"))
+        elif r.e >= r.max_out:
+            terminal.append((r, "max_output_tokens"))
+    if not terminal:
+        return False
+    engine._retire(terminal)
+    if engine.progress is not None:
+        engine.progress(engine.finished, engine.target)
+    return True
 
 
 def _promise_holds(engine: Engine, k: int, now: float, free: int | None) -> bool:

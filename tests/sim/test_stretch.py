@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from cbaudit.contract.records import Phase
 from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.registry import POLICIES
 from cbaudit.policies.vllm_v1 import VllmV1Policy
@@ -246,3 +247,148 @@ def test_roofline_decode_form_is_step_time() -> None:
         ctx = tuple(rnd.randint(1, 20_000) for _ in range(rnd.randint(1, 64)))
         assert cost.decode_step_ms(len(ctx), sum(ctx)) == cost.step_time_ms(StepShape(ctx, ()))
     assert cost.decode_step_ms(0, 0) == cost.step_time_ms(StepShape((), ()))
+
+
+def _finish_points(wl: Workload, policy_id: str, cost: str, prompts: bool = False) -> list[int]:
+    """Iterations at which requests finished (with `prompts`, also those at which a prompt
+    was completed) on the per-iteration path."""
+    points: list[int] = []
+
+    class Recording(Engine):
+        def _retire(self, terminal: Any) -> None:
+            points.append(self.iteration)
+            super()._retire(terminal)
+
+        def publish(self, step: Any) -> None:
+            if prompts and any(
+                it.phase is Phase.PREFILL_CHUNK and it.end == it.req.p for it in step.plan.items
+            ):
+                points.append(self.iteration)
+            super().publish(step)
+
+    Recording(
+        wl, POLICIES.create(policy_id, {}), _cost(cost), validation=Validation.CONTRACT,
+        stretches=False,
+    ).run()  # fmt: skip
+    return points
+
+
+@pytest.mark.parametrize("policy_id", ["vllm-v1", "sarathi-serve", "static", "orca"])
+@pytest.mark.parametrize("cost", ["unit", "roofline"])
+def test_stretches_fold_finishes_and_chain(
+    policy_id: str, cost: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stretch may end with the iteration that emits requests' last tokens; they finish
+    there and the next stretch starts at once, with no iteration in full between: the same
+    report as the per-iteration path, and both things do happen on these workloads."""
+    import cbaudit.sim.stretch as stretch
+
+    folded: list[int] = []
+    real_finish = stretch._finish
+
+    def finish(engine: Engine) -> bool:
+        done = real_finish(engine)
+        if done:
+            folded.append(engine.iteration)
+        return done
+
+    starts: list[int] = []
+    real_apply = stretch._apply
+
+    def apply(engine: Engine, k: int, times: list[float], free: int | None) -> None:
+        starts.append(engine.iteration)
+        real_apply(engine, k, times, free)
+
+    monkeypatch.setattr(stretch, "_finish", finish)
+    monkeypatch.setattr(stretch, "_apply", apply)
+    unit = "tick" if cost == "unit" else "ms"
+    for seed in SEEDS:
+        wl = _workload(seed, unit)
+        slow = _run(wl, POLICIES.create(policy_id, {}), _cost(cost), stretches=False)
+        before = len(folded)
+        fast = _run(wl, POLICIES.create(policy_id, {}), _cost(cost), stretches=True)
+        assert _canonical(fast.report()) == _canonical(slow.report()), seed
+        # each folded finish is one the per-iteration path also has, at the same iteration
+        assert set(folded[before:]) <= set(_finish_points(wl, policy_id, cost)), seed
+    assert folded
+    # a stretch that starts where a folded one ended: chained with no iteration between
+    assert set(starts) & set(folded)
+
+
+@pytest.mark.parametrize("bug", ["skip", "key", "wide", "snapshot", "over"])
+def test_a_mutant_right_after_a_finish_is_caught_at_the_same_iteration(bug: str) -> None:
+    """Deviations that start at the cut right after (or at) a finish or a completed prompt,
+    where a stretch now opens without an iteration in full: both paths stop at the same
+    iteration, same code."""
+    caught = 0
+    for seed in range(12):
+        wl = _workload(seed, "ms")
+        points = sorted(set(_finish_points(wl, "vllm-v1", "roofline", prompts=True)))
+        for at in sorted({p + d for p in points[:6] for d in (0, 1, 2)}):
+            slow = _run(wl, _Mutant(bug, at), _cost("roofline"), stretches=False)
+            fast = _run(wl, _Mutant(bug, at), _cost("roofline"), stretches=True)
+            got = [(f.code, f.iteration, f.message) for f in fast.findings]
+            assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
+            assert _canonical(fast.report()) == _canonical(slow.report())
+            caught += bool(slow.findings)
+    assert caught > 0
+
+
+@pytest.mark.parametrize("policy_id", ["vllm-v1", "sarathi-serve", "static", "orca"])
+def test_stretches_open_right_after_a_completed_prompt(
+    policy_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a closed decode form a stretch opens at the cut right after an iteration that
+    admitted requests or completed prompts (their first token): the same report as the
+    per-iteration path, and it does happen on these workloads."""
+    import cbaudit.sim.engine as engine_mod
+
+    opened: list[bool] = []
+    real = engine_mod.run_stretch
+
+    def run_stretch(engine: Engine, step: Any) -> None:
+        before = engine.stretch_count
+        real(engine, step)
+        if engine.stretch_count > before:
+            opened.append(any(it.phase is Phase.PREFILL_CHUNK for it in step.plan.items))
+
+    monkeypatch.setattr(engine_mod, "run_stretch", run_stretch)
+    for seed in SEEDS:
+        for cost in ("unit", "roofline"):
+            wl = _workload(seed, "tick" if cost == "unit" else "ms")
+            slow = _run(wl, POLICIES.create(policy_id, {}), _cost(cost), stretches=False)
+            fast = _run(wl, POLICIES.create(policy_id, {}), _cost(cost), stretches=True)
+            assert _canonical(fast.report()) == _canonical(slow.report()), (seed, cost)
+    assert any(opened)
+
+
+def test_a_broken_view_at_a_stretch_start_is_reported_at_that_cut() -> None:
+    """An engine fault that breaks a state rule in a view right after a completed prompt
+    (a generation below the declared one): the stretch's first cut checks the changed views,
+    so both paths report the same finding at the same iteration."""
+
+    class Faulty(Engine):
+        def publish(self, step: Any) -> None:
+            super().publish(step)
+            done = [it.req for it in step.plan.items if it.phase is Phase.PREFILL_CHUNK]
+            for r in done:
+                if r.idx == 1 and r.e == 1 and r.gen == 0:
+                    r.gen = -1
+
+    caught = 0
+    for seed in SEEDS:
+        wl = _workload(seed, "ms")
+        runs = [
+            Faulty(
+                wl, POLICIES.create("vllm-v1", {}), _cost("roofline"),
+                validation=Validation.CONTRACT, stretches=stretches,
+            )
+            for stretches in (False, True)
+        ]  # fmt: skip
+        for engine in runs:
+            engine.run()
+        slow, fast = runs
+        got = [(f.code, f.iteration, f.message) for f in fast.findings]
+        assert got == [(f.code, f.iteration, f.message) for f in slow.findings], seed
+        caught += any(f.code.startswith("STATE.") for f in slow.findings)
+    assert caught > 0
