@@ -31,9 +31,11 @@ on is found at the same iteration, with the same finding code, as on the per-ite
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
-from cbaudit.contract.records import Phase
+from cbaudit.contract.records import Phase, Queue
+from cbaudit.sim.cost_models import StepSeries
 
 if TYPE_CHECKING:
     from cbaudit.contract.live_request import LiveRequest
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 
 _DECODE = Phase.DECODE_ROW
 _PREFILL = Phase.PREFILL_CHUNK
+_RUNNING = Queue.RUNNING
 _MIN_STRETCH = 2  # a stretch of one iteration costs a policy call anyway
 
 
@@ -79,15 +82,15 @@ def _quiet(engine: Engine, step: Executed, any_order: bool) -> bool:
     return all(r.ready and r.floor <= r.c and r.c == r.p + r.e - 1 for r in running)
 
 
-def _decode_cost(engine: Engine) -> Any:
-    """The cost model's closed decode form `(rows, context_sum) -> ms`, else None.
+def _series(engine: Engine) -> Any:
+    """The cost model's closed form of a run of steps (`step_series`), else None.
 
     Looked up on the class: a wrapper that delegates unknown attributes to an inner model
     (CUDA-graph padding) must not hand out the inner model's form, which skips the wrapper."""
     cost = engine.cost
-    if not callable(getattr(type(cost), "decode_step_ms", None)):
+    if not callable(getattr(type(cost), "step_series", None)):
         return None
-    return getattr(cost, "decode_step_ms")  # noqa: B009 (not part of the StepCost protocol)
+    return getattr(cost, "step_series")  # noqa: B009 (not part of the StepCost protocol)
 
 
 def run_stretch(engine: Engine, step: Executed) -> None:
@@ -95,9 +98,9 @@ def run_stretch(engine: Engine, step: Executed) -> None:
 
     A stretch may end with the iteration in which requests emit their last token; those
     requests finish there, and the rest are again quiet decodes, so the next stretch starts
-    right after it (in the cost model's closed decode form or under the slot clock, where the
-    step time does not depend on the rows' order)."""
-    closed = _decode_cost(engine)
+    right after it (in the cost model's closed form or under the slot clock, where the step
+    time does not depend on the rows' order)."""
+    closed = _series(engine)
     any_order = closed is not None or engine.slot_clock
     if not _quiet(engine, step, any_order):
         return
@@ -119,8 +122,22 @@ def _stretch(engine: Engine, closed: Any, contexts: list[int] | None) -> bool:
         engine.cut(engine.version + 1, engine.iteration + 1, engine.now, engine.free)
     )
     realized = engine.realized
+    bs = engine.budgets.kv_block_size
+    free = engine.free
+    hist: list[int] | None = [0] * bs if bs is not None and free is not None else None
     # the iteration that emits a request's last token may end the stretch (it finishes there)
-    k_fin = min(min(realized[r.idx], r.max_out) - r.e for r in running)
+    k_fin = 1 << 62
+    ctx_sum = 0
+    for r in running:
+        left = realized[r.idx]
+        if r.max_out < left:
+            left = r.max_out
+        left -= r.e
+        if left < k_fin:
+            k_fin = left
+        ctx_sum += r.c + 1  # decode row at c attends to c + 1 keys
+        if hist is not None:
+            hist[r.c % bs] += 1  # type: ignore[operator]
     k_max = k_fin
     if policy_limit < k_max:
         k_max = policy_limit
@@ -131,53 +148,92 @@ def _stretch(engine: Engine, closed: Any, contexts: list[int] | None) -> bool:
         k_max = min(k_max, engine.max_decisions - engine.version)
     if k_max < _MIN_STRETCH:
         return False
-    nxt = engine._pending[engine._next].arrival if engine._next < len(engine._pending) else None
-    bs = engine.budgets.kv_block_size
-    free = engine.free
-    hist: list[int] | None = None
-    if bs is not None and free is not None:
-        hist = [0] * bs
-        for r in running:
-            hist[r.c % bs] += 1
-    ctx_sum = 0
-    for r in running:
-        ctx_sum += r.c + 1  # decode row at c attends to c + 1 keys
-    slot = engine.slot_clock
-    ms_per_unit = engine.ms_per_unit
-    cost = engine.cost
-    # walk the stretch: per iteration only the clock, the pool and the figures
-    now = engine.now
-    times: list[float] = []
-    frees: list[int | None] = []
-    k = 0
-    while k < k_max:
-        if nxt is not None and nxt <= now:
-            break  # the cut of iteration k + 1 admits an arrival: an event
-        if hist is not None:
-            assert free is not None and bs is not None
-            need = hist[(-k) % bs]  # requests whose row c + k opens a new block
-            if need > free:
-                break  # the policy would have to preempt: an event
-            free -= need
-        if slot:
-            dt = 1.0
-        elif closed is not None:
-            dt = closed(b, ctx_sum + k * b) / ms_per_unit
-        else:
-            from cbaudit.sim.step import StepShape
-
-            assert contexts is not None
-            dt = cost.step_time_ms(StepShape(tuple(x + k for x in contexts), ())) / ms_per_unit
-        now = now + dt
-        times.append(now)
-        frees.append(free)
-        k += 1
-    if k < _MIN_STRETCH:
+    pending = engine._pending
+    nxt = pending[engine._next].arrival if engine._next < len(pending) else math.inf
+    if engine.slot_clock:
+        series: StepSeries | None = _SLOT
+    elif closed is not None:  # roofline: b rows attending to ctx_sum + j * b keys at step j
+        series = closed(b, ctx_sum, ctx_sum, b, b)
+    else:
+        series = None
+    walk = _walk(engine, k_max, nxt, hist, free, series, contexts)
+    if walk is None:
         return False
-    if not _promise_holds(engine, k, times[k - 2], frees[k - 2]):
+    times, free_before_last, free_end = walk
+    k = len(times)
+    if not _promise_holds(engine, k, times[k - 2], free_before_last):
         return False
-    _apply(engine, k, times, frees[k - 1])
+    _apply(engine, k, times, free_end)
     return k == k_fin and _finish(engine)
+
+
+_SLOT = StepSeries(1, 0, 1, None, 1, 0, 1)  # the slot clock: every step is 1 / 1 = 1.0
+
+
+def _walk(
+    engine: Engine,
+    k_max: int,
+    nxt: float,
+    hist: list[int] | None,
+    free: int | None,
+    series: StepSeries | None,
+    contexts: list[int] | None,
+) -> tuple[list[float], int | None, int | None] | None:
+    """Walk the stretch's clock and K/V pool, at most `k_max` iterations: per iteration only
+    the arrival test, the blocks the decodes cross into, the step time and `now += dt`.
+
+    Returns the iterations' end times and the free pool before the last one and after it
+    (None when fewer than `_MIN_STRETCH` iterations can be taken)."""
+    now = engine.now
+    mpu = engine.ms_per_unit
+    times: list[float] = []
+    append = times.append
+    bs = engine.budgets.kv_block_size
+    free_prev = free
+    k = 0
+    if series is not None:
+        num, n1, den, switch, then_n0, then_n1, then_den = series
+        if switch is None:
+            switch = -1
+        while k < k_max:
+            if nxt <= now:
+                break  # the cut of iteration k + 1 admits an arrival: an event
+            if hist is not None:
+                need = hist[(-k) % bs]  # type: ignore[operator]
+                if need > free:  # type: ignore[operator]
+                    break  # the policy would have to preempt: an event
+                free_prev = free
+                free -= need  # type: ignore[operator]
+            if k == switch:  # the other time term is the larger from here on
+                num, n1, den = then_n0 + k * then_n1, then_n1, then_den
+            dt = num / den  # step_time_ms of step k, bit for bit
+            if mpu != 1.0:
+                dt = dt / mpu
+            now = now + dt
+            append(now)
+            num += n1
+            k += 1
+    else:
+        from cbaudit.sim.step import StepShape
+
+        assert contexts is not None
+        cost = engine.cost
+        while k < k_max:
+            if nxt <= now:
+                break
+            if hist is not None:
+                need = hist[(-k) % bs]  # type: ignore[operator]
+                if need > free:  # type: ignore[operator]
+                    break
+                free_prev = free
+                free -= need  # type: ignore[operator]
+            dt = cost.step_time_ms(StepShape(tuple(x + k for x in contexts), ())) / mpu
+            now = now + dt
+            append(now)
+            k += 1
+    if k < _MIN_STRETCH:
+        return None
+    return times, free_prev, free
 
 
 def _finish(engine: Engine) -> bool:
@@ -208,16 +264,17 @@ def _promise_holds(engine: Engine, k: int, now: float, free: int | None) -> bool
     last = engine.iteration + shift
     for r in running:
         r.e += shift
-        r.c += shift
+        c = r.c = r.c + shift
         if bs is not None:
-            r.blocks = -(-r.c // bs)
+            r.blocks = -(-c // bs)
         r.snapshot += shift
         r.last_served = last
         r.last_emit = now
     try:
         from cbaudit.policies.base import PlanBuilder
 
-        view = engine.cut(engine.version + k, engine.iteration + k, now, free)
+        version = engine.version + k
+        view = engine.cut(version, engine.iteration + k, now, free)
         key_fn = engine.key_fn
         builder = PlanBuilder(view, key_fn)
         engine.policy.choose(view, builder)
@@ -228,16 +285,8 @@ def _promise_holds(engine: Engine, k: int, now: float, free: int | None) -> bool
             and not plan.admitted
             and not plan.rejected
             and len(plan.items) == len(running)
-            and plan.state_version == view.state_version
-            and all(
-                it.phase is _DECODE
-                and it.start == it.req.c
-                and it.end == it.start + 1
-                and it.snapshot == it.req.snapshot
-                and it.key == key_fn(it.req, _DECODE)
-                for it in plan.items
-            )
-            and {it.req.idx for it in plan.items} == {r.idx for r in running}
+            and plan.state_version == version
+            and _decode_rows(plan.items, key_fn)
         )
     finally:
         for r, (e, c, blocks, snap, served, emit) in zip(running, saved, strict=True):
@@ -250,19 +299,52 @@ def _promise_holds(engine: Engine, k: int, now: float, free: int | None) -> bool
     return ok
 
 
+def _decode_rows(items: list[Any], key_fn: Any) -> bool:
+    """Whether `items` are one decode row `[c, c + 1)` per distinct running request, each
+    with the request's current snapshot and its declared key."""
+    seen = set()
+    for it in items:
+        r = it.req
+        c = r.c
+        if (
+            it.phase is not _DECODE
+            or it.start != c
+            or it.end != c + 1
+            or it.snapshot != r.snapshot
+            or r.queue is not _RUNNING
+            or it.key != key_fn(r, _DECODE)
+        ):
+            return False
+        seen.add(r.idx)
+    return len(seen) == len(items)
+
+
 def _apply(engine: Engine, k: int, times: list[float], free: int | None) -> None:
-    """Carry out k quiet iterations: the figures per iteration, the requests once."""
+    """Carry out k quiet iterations: the figures per iteration, the requests once.
+
+    The B requests emitted at every iteration since the stretch's first cut, so iteration j's
+    TBT gap `times[j] - times[j - 1]` is each one's: it is counted B times, and a run of equal
+    gaps (every gap under the slot clock) once for the whole run."""
     running = engine.running
     b = len(running)
     tbt = engine.tbt
     prev = engine.now
     gap_max = 0.0
+    run_gap = math.nan
+    run = 0
     for t in times:
         gap = t - prev
-        tbt[gap] = tbt.get(gap, 0) + b
+        prev = t
+        if gap == run_gap:
+            run += 1
+            continue
+        if run:
+            tbt[run_gap] = tbt.get(run_gap, 0) + run * b
+        run_gap = gap
+        run = 1
         if gap > gap_max:
             gap_max = gap
-        prev = t
+    tbt[run_gap] = tbt.get(run_gap, 0) + run * b
     engine.rows.extend([b] * k)
     engine.tokens_iter.extend([b] * k)
     end = times[-1]
@@ -272,9 +354,9 @@ def _apply(engine: Engine, k: int, times: list[float], free: int | None) -> None
     service = engine.service
     for r in running:
         r.e += k
-        r.c += k
+        c = r.c = r.c + k
         if bs is not None:
-            r.blocks = -(-r.c // bs)
+            r.blocks = -(-c // bs)
         r.snapshot += k
         r.last_served = last
         r.last_emit = end
@@ -292,9 +374,9 @@ def _apply(engine: Engine, k: int, times: list[float], free: int | None) -> None
     engine.iteration = last
     engine.version += k
     engine._stalled = 0
-    live = engine.live
-    if live is not None:
-        for r in running:
-            live.touch(r)
+    # The views are not marked changed: each is its view at the stretch's first cut (which
+    # passed the state rules there) shifted by k decode rows, still inside the rules' domain
+    # (e below its output limit, c = p + e - 1), so the next cut's state rules pass on it as
+    # they would on the per-iteration path (docs/replay.md).
     engine.stretch_count += 1
     engine.stretch_iterations += k

@@ -249,6 +249,44 @@ def test_roofline_decode_form_is_step_time() -> None:
     assert cost.decode_step_ms(0, 0) == cost.step_time_ms(StepShape((), ()))
 
 
+def _series_ms(series: Any, j: int) -> float:
+    n0, n1, den, switch, then_n0, then_n1, then_den = series
+    if switch is not None and j >= switch:
+        return (then_n0 + j * then_n1) / then_den
+    return (n0 + j * n1) / den
+
+
+@pytest.mark.parametrize(
+    "options",
+    [ROOFLINE, {**ROOFLINE, "mfu": 0.05, "overhead_ms": 0.37}, {**ROOFLINE, "mbu": 0.2}],
+)
+def test_roofline_step_series_is_step_time(options: dict[str, Any]) -> None:
+    """`step_series` gives `step_time_ms` of every step of a decode run (B rows, contexts + j)
+    and of a chunk run (B decodes + one chunk of width w at start s + j w), bit for bit, on
+    both sides of the memory / compute crossover and with an overhead."""
+    cost = make_cost_model("roofline", options, file=None, base_dir=None)
+    assert isinstance(cost, RooflineCostModel)
+    rnd = random.Random(11)
+    switched = 0
+    for _ in range(150):
+        b = rnd.choice([0, 1, 2, 7, 40, 256, 1024, 4096])
+        ctx = [rnd.choice([1, 5, 300, 4000, 60_000]) for _ in range(b)]
+        w = rnd.choice([0, 1, 16, 500, 2000])
+        s = rnd.choice([0, 7, 3000])
+        width = rnd.choice([3, 40])
+        if w:  # B decodes + a chunk [s + j w, s + (j + 1) w)
+            pairs = sum(ctx) + w * s + w * (w + 1) // 2
+            series = cost.step_series(b + w, sum(ctx) + s + w, pairs, b + w, b + w * w)
+        else:
+            series = cost.step_series(b, sum(ctx), sum(ctx), b, b)
+        switched += series.switch is not None
+        for j in (*range(width), 10_000, 1_000_000):
+            chunks = ((s + j * w, s + (j + 1) * w),) if w else ()
+            shape = StepShape(tuple(x + j for x in ctx), chunks)
+            assert _series_ms(series, j) == cost.step_time_ms(shape), (b, w, s, j)
+    assert switched > 0
+
+
 def _finish_points(wl: Workload, policy_id: str, cost: str, prompts: bool = False) -> list[int]:
     """Iterations at which requests finished (with `prompts`, also those at which a prompt
     was completed) on the per-iteration path."""
