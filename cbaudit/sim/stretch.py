@@ -44,42 +44,67 @@ if TYPE_CHECKING:
 _DECODE = Phase.DECODE_ROW
 _PREFILL = Phase.PREFILL_CHUNK
 _RUNNING = Queue.RUNNING
-_MIN_STRETCH = 2  # a stretch of one iteration costs a policy call anyway
+_MIN_STRETCH = 2  # TRY
 
 
-def _quiet(engine: Engine, step: Executed, any_order: bool) -> bool:
-    """Whether the cut after iteration t (just published) can open a stretch (conditions 1
-    and 2): every running request emitted a token at t and is now a ready decode, the waiting
-    queue is empty, t preempted and rejected nobody, and the budgets admit one row each.
+_NO: tuple[bool, LiveRequest | None] = (False, None)
 
-    With `any_order` (the step time does not depend on the rows' order) t may also have
-    admitted requests and completed prompts (a prefill chunk ending at the prompt emits the
-    first token); otherwise t's rows must all have been decodes, in the order kept."""
+
+def _quiet(
+    engine: Engine, step: Executed, any_order: bool, chunks: bool
+) -> tuple[bool, LiveRequest | None]:
+    """Whether the cut after iteration t (just published) can open a stretch, and the request
+    that is chunking its prompt there (None: a decode stretch).
+
+    Decode stretch (conditions 1 and 2): every running request emitted a token at t and is now
+    a ready decode, the waiting queue is empty, t preempted and rejected nobody, and the
+    budgets admit one row each. With `any_order` (the step time does not depend on the rows'
+    order) t may also have admitted requests and completed prompts (a prefill chunk ending at
+    the prompt emits the first token); otherwise t's rows must all have been decodes, in the
+    order kept.
+
+    Chunk stretch (with `chunks`: the policy declares `chunk_stretch`, and `any_order`): the
+    same, except that exactly one running request R had a prefill chunk at t that did not
+    reach its prompt (R: ready, no output yet, no rows to rebuild), and the waiting queue may
+    hold requests (whether they stay behind is the policy's declaration, checked below)."""
     plan = step.plan
-    if plan.preempted or plan.rejected or engine.waiting:
-        return False
+    if plan.preempted or plan.rejected:
+        return _NO
     running = engine.running  # after t's finished requests left it, admitted ones joined
     items = plan.items
     b = len(running)
     if not b or len(items) != b + len(step.terminal):
-        return False
+        return _NO
     budgets = engine.budgets
     if b > budgets.token_budget or b > budgets.sequence_budget:
-        return False
+        return _NO
+    partial: LiveRequest | None = None
     if any_order:
         for item in items:
             if item.phase is _DECODE:
                 if item.end - item.start != 1:
-                    return False
-            elif item.phase is not _PREFILL or item.end != item.req.p:
-                return False
+                    return _NO
+            elif item.phase is not _PREFILL:
+                return _NO
+            elif item.end != item.req.p:
+                if not chunks or partial is not None:
+                    return _NO
+                partial = item.req
     else:
         if plan.admitted or plan.not_selected:
-            return False
+            return _NO
         for item in items:
             if item.phase is not _DECODE or item.end - item.start != 1:
-                return False
-    return all(r.ready and r.floor <= r.c and r.c == r.p + r.e - 1 for r in running)
+                return _NO
+    if engine.waiting and partial is None:
+        return _NO
+    for r in running:
+        if r is partial:
+            if not r.ready or r.e != 0 or r.floor > r.c:
+                return _NO
+        elif not (r.ready and r.floor <= r.c and r.c == r.p + r.e - 1):
+            return _NO
+    return True, partial
 
 
 def _series(engine: Engine) -> Any:
@@ -97,12 +122,14 @@ def run_stretch(engine: Engine, step: Executed) -> None:
     """Take the longest stretches that start after iteration t, if there are any (see above).
 
     A stretch may end with the iteration in which requests emit their last token; those
-    requests finish there, and the rest are again quiet decodes, so the next stretch starts
-    right after it (in the cost model's closed form or under the slot clock, where the step
-    time does not depend on the rows' order)."""
+    requests finish there, and the rest are again quiet decodes (with the same chunking
+    request, if any), so the next stretch starts right after it (in the cost model's closed
+    form or under the slot clock, where the step time does not depend on the rows' order)."""
     closed = _series(engine)
     any_order = closed is not None or engine.slot_clock
-    if not _quiet(engine, step, any_order):
+    chunks = any_order and callable(getattr(engine.policy, "chunk_stretch", None))
+    quiet, partial = _quiet(engine, step, any_order, chunks)
+    if not quiet:
         return
     live = engine.live
     if live is not None and not live.views_pass(engine.running, engine.waiting):
@@ -110,25 +137,42 @@ def run_stretch(engine: Engine, step: Executed) -> None:
     contexts = (
         None if any_order else [it.req.c + 1 for it in step.plan.items if not it.req.terminal]
     )
-    while _stretch(engine, closed, contexts) and contexts is None and engine.running:
+    while _stretch(engine, closed, contexts, partial) and contexts is None and engine.running:
         pass
 
 
-def _stretch(engine: Engine, closed: Any, contexts: list[int] | None) -> bool:
-    """One stretch from the current cut; True when it was taken and ended with a finish."""
+def _stretch(
+    engine: Engine, closed: Any, contexts: list[int] | None, partial: LiveRequest | None
+) -> bool:
+    """One stretch from the current cut (with `partial`, a chunk stretch: that request's
+    prompt advances by the declared chunk width each iteration); True when it was taken and
+    ended with a finish."""
     running = engine.running
-    b = len(running)
-    policy_limit = engine.policy.decode_stretch(  # type: ignore[attr-defined]
-        engine.cut(engine.version + 1, engine.iteration + 1, engine.now, engine.free)
-    )
+    cut = engine.cut(engine.version + 1, engine.iteration + 1, engine.now, engine.free)
+    budgets = engine.budgets
+    width = 0
+    if partial is None:
+        policy_limit = engine.policy.decode_stretch(cut)  # type: ignore[attr-defined]
+    else:
+        policy_limit, width = engine.policy.chunk_stretch(cut)  # type: ignore[attr-defined]
+        b = len(running) - 1
+        tokens = b + width
+        if (
+            width < 1
+            or tokens > budgets.token_budget
+            or (engine.waiting and tokens != budgets.token_budget)
+        ):
+            return False  # a budget left over with requests waiting: they may be admitted
     realized = engine.realized
-    bs = engine.budgets.kv_block_size
+    bs = budgets.kv_block_size
     free = engine.free
     hist: list[int] | None = [0] * bs if bs is not None and free is not None else None
     # the iteration that emits a request's last token may end the stretch (it finishes there)
     k_fin = 1 << 62
     ctx_sum = 0
     for r in running:
+        if r is partial:
+            continue
         left = realized[r.idx]
         if r.max_out < left:
             left = r.max_out
@@ -141,6 +185,11 @@ def _stretch(engine: Engine, closed: Any, contexts: list[int] | None) -> bool:
     k_max = k_fin
     if policy_limit < k_max:
         k_max = policy_limit
+    chunk: tuple[int, int] | None = None
+    if partial is not None:
+        # the chunk that would reach the prompt emits the first token (an event): before it
+        k_max = min(k_max, (partial.p - partial.c - 1) // width)
+        chunk = (partial.c, width)
     if engine.horizon is not None:
         k_max = min(k_max, engine.horizon - engine.iteration)
     k_max = min(k_max, engine.max_iterations - engine.iteration)
@@ -150,21 +199,32 @@ def _stretch(engine: Engine, closed: Any, contexts: list[int] | None) -> bool:
         return False
     pending = engine._pending
     nxt = pending[engine._next].arrival if engine._next < len(pending) else math.inf
+    b = len(running) - (partial is not None)
     if engine.slot_clock:
         series: StepSeries | None = _SLOT
-    elif closed is not None:  # roofline: b rows attending to ctx_sum + j * b keys at step j
-        series = closed(b, ctx_sum, ctx_sum, b, b)
-    else:
+    elif closed is None:
         series = None
-    walk = _walk(engine, k_max, nxt, hist, free, series, contexts)
+    elif partial is None:  # b rows attending to ctx_sum + j * b keys at step j
+        series = closed(b, ctx_sum, ctx_sum, b, b)
+    else:  # and one chunk [s + j w, s + (j + 1) w): s + j w history rows, its causal pairs
+        s = partial.c
+        series = closed(
+            b + width,
+            ctx_sum + s + width,
+            ctx_sum + width * s + width * (width + 1) // 2,
+            b + width,
+            b + width * width,
+        )
+    walk = _walk(engine, k_max, nxt, hist, free, series, contexts, chunk)
     if walk is None:
         return False
     times, free_before_last, free_end = walk
     k = len(times)
-    if not _promise_holds(engine, k, times[k - 2], free_before_last):
+    last_cut = times[k - 2] if k > 1 else engine.now
+    if not _promise_holds(engine, k, last_cut, free_before_last, partial, width):
         return False
-    _apply(engine, k, times, free_end)
-    return k == k_fin and _finish(engine)
+    _apply(engine, k, times, free_end, partial, width)
+    return k == k_fin and _finish(engine, partial)
 
 
 _SLOT = StepSeries(1, 0, 1, None, 1, 0, 1)  # the slot clock: every step is 1 / 1 = 1.0
@@ -178,9 +238,11 @@ def _walk(
     free: int | None,
     series: StepSeries | None,
     contexts: list[int] | None,
+    chunk: tuple[int, int] | None,
 ) -> tuple[list[float], int | None, int | None] | None:
     """Walk the stretch's clock and K/V pool, at most `k_max` iterations: per iteration only
-    the arrival test, the blocks the decodes cross into, the step time and `now += dt`.
+    the arrival test, the blocks the decodes (and a chunk `(start, width)`) cross into, the
+    step time and `now += dt`.
 
     Returns the iterations' end times and the free pool before the last one and after it
     (None when fewer than `_MIN_STRETCH` iterations can be taken)."""
@@ -191,6 +253,10 @@ def _walk(
     bs = engine.budgets.kv_block_size
     free_prev = free
     k = 0
+    c_end = w = held = 0
+    if chunk is not None and hist is not None:
+        c_end, w = chunk
+        held = -(-c_end // bs)  # type: ignore[operator]
     if series is not None:
         num, n1, den, switch, then_n0, then_n1, then_den = series
         if switch is None:
@@ -200,6 +266,11 @@ def _walk(
                 break  # the cut of iteration k + 1 admits an arrival: an event
             if hist is not None:
                 need = hist[(-k) % bs]  # type: ignore[operator]
+                if w:  # the chunk's new blocks
+                    c_end += w
+                    grown = -(-c_end // bs)  # type: ignore[operator]
+                    need += grown - held
+                    held = grown
                 if need > free:  # type: ignore[operator]
                     break  # the policy would have to preempt: an event
                 free_prev = free
@@ -216,7 +287,7 @@ def _walk(
     else:
         from cbaudit.sim.step import StepShape
 
-        assert contexts is not None
+        assert contexts is not None and chunk is None
         cost = engine.cost
         while k < k_max:
             if nxt <= now:
@@ -236,12 +307,15 @@ def _walk(
     return times, free_prev, free
 
 
-def _finish(engine: Engine) -> bool:
+def _finish(engine: Engine, partial: LiveRequest | None) -> bool:
     """The requests whose last token the stretch's last iteration emitted finish, as they do
-    after a per-iteration step (reason, K/V released, the progress callback); True if any."""
+    after a per-iteration step (reason, K/V released, the progress callback); True if any.
+    (A chunking request emitted nothing in the stretch.)"""
     realized = engine.realized
     terminal: list[tuple[LiveRequest, str]] = []
     for r in engine.running:
+        if r is partial:
+            continue
         if r.e >= realized[r.idx]:
             terminal.append((r, "eos"))
         elif r.e >= r.max_out:
@@ -254,22 +328,37 @@ def _finish(engine: Engine) -> bool:
     return True
 
 
-def _promise_holds(engine: Engine, k: int, now: float, free: int | None) -> bool:
-    """Ask the policy at the stretch's last cut (every request advanced k - 1 decode rows) and
-    require the predicted plan; the requests are restored either way."""
+def _promise_holds(
+    engine: Engine,
+    k: int,
+    now: float,
+    free: int | None,
+    partial: LiveRequest | None,
+    width: int,
+) -> bool:
+    """Ask the policy at the stretch's last cut (every decode advanced k - 1 rows, a chunking
+    request k - 1 chunks) and require the predicted plan; the requests are restored either
+    way. Where requests wait behind a chunk stretch, the plan must pass the contract's plan
+    rules at that cut, its not-selected reasons included: they are the same at every cut of
+    the stretch, and so are the waiting queue, the ranks and the selected work, so the rule
+    "no ready request ranked ahead of selected work is left without a reason" gives the same
+    answer at every cut."""
     running = engine.running
     bs = engine.budgets.kv_block_size
     saved = [(r.e, r.c, r.blocks, r.snapshot, r.last_served, r.last_emit) for r in running]
     shift = k - 1
     last = engine.iteration + shift
     for r in running:
-        r.e += shift
-        c = r.c = r.c + shift
+        if r is partial:
+            c = r.c = r.c + shift * width
+        else:
+            r.e += shift
+            c = r.c = r.c + shift
+            r.last_emit = now
         if bs is not None:
             r.blocks = -(-c // bs)
         r.snapshot += shift
         r.last_served = last
-        r.last_emit = now
     try:
         from cbaudit.policies.base import PlanBuilder
 
@@ -280,14 +369,19 @@ def _promise_holds(engine: Engine, k: int, now: float, free: int | None) -> bool
         engine.policy.choose(view, builder)
         plan = builder.build()
         ok = (
-            not plan.not_selected
-            and not plan.preempted
+            not plan.preempted
             and not plan.admitted
             and not plan.rejected
             and len(plan.items) == len(running)
             and plan.state_version == version
-            and _decode_rows(plan.items, key_fn)
+            and _predicted_rows(plan.items, key_fn, partial, width)
         )
+        waiting = engine.waiting
+        if ok and waiting:  # (only behind a chunk: a decode stretch opens with none waiting)
+            live = engine.live
+            ok = live is None or live.plan_passes(plan, version, running, waiting)
+        elif plan.not_selected:
+            ok = False  # with nobody waiting and every running request selected: no reasons
     finally:
         for r, (e, c, blocks, snap, served, emit) in zip(running, saved, strict=True):
             r.e = e
@@ -299,60 +393,92 @@ def _promise_holds(engine: Engine, k: int, now: float, free: int | None) -> bool
     return ok
 
 
-def _decode_rows(items: list[Any], key_fn: Any) -> bool:
-    """Whether `items` are one decode row `[c, c + 1)` per distinct running request, each
-    with the request's current snapshot and its declared key."""
+def _predicted_rows(items: list[Any], key_fn: Any, partial: LiveRequest | None, width: int) -> bool:
+    """Whether `items` are one decode row `[c, c + 1)` per distinct running request (for
+    `partial`, one prefill chunk `[c, c + width)`), each with the request's current snapshot
+    and its declared key."""
     seen = set()
     for it in items:
         r = it.req
         c = r.c
+        if r is partial:
+            phase = _PREFILL
+            end = c + width
+        else:
+            phase = _DECODE
+            end = c + 1
         if (
-            it.phase is not _DECODE
+            it.phase is not phase
             or it.start != c
-            or it.end != c + 1
+            or it.end != end
             or it.snapshot != r.snapshot
             or r.queue is not _RUNNING
-            or it.key != key_fn(r, _DECODE)
+            or it.key != key_fn(r, phase)
         ):
             return False
         seen.add(r.idx)
     return len(seen) == len(items)
 
 
-def _apply(engine: Engine, k: int, times: list[float], free: int | None) -> None:
+def _apply(
+    engine: Engine,
+    k: int,
+    times: list[float],
+    free: int | None,
+    partial: LiveRequest | None,
+    width: int,
+) -> None:
     """Carry out k quiet iterations: the figures per iteration, the requests once.
 
-    The B requests emitted at every iteration since the stretch's first cut, so iteration j's
-    TBT gap `times[j] - times[j - 1]` is each one's: it is counted B times, and a run of equal
-    gaps (every gap under the slot clock) once for the whole run."""
+    The B decoding requests emitted at every iteration since the stretch's first cut, so
+    iteration j's TBT gap `times[j] - times[j - 1]` is each one's: it is counted B times, and
+    a run of equal gaps (every gap under the slot clock) once for the whole run. A chunking
+    request emits nothing: its chunks are rows, tokens and service."""
     running = engine.running
-    b = len(running)
+    b = len(running) - (partial is not None)
     tbt = engine.tbt
     prev = engine.now
     gap_max = 0.0
-    run_gap = math.nan
-    run = 0
-    for t in times:
-        gap = t - prev
-        prev = t
-        if gap == run_gap:
-            run += 1
-            continue
-        if run:
-            tbt[run_gap] = tbt.get(run_gap, 0) + run * b
-        run_gap = gap
-        run = 1
-        if gap > gap_max:
-            gap_max = gap
-    tbt[run_gap] = tbt.get(run_gap, 0) + run * b
-    engine.rows.extend([b] * k)
-    engine.tokens_iter.extend([b] * k)
+    if b:
+        run_gap = math.nan
+        run = 0
+        for t in times:
+            gap = t - prev
+            prev = t
+            if gap == run_gap:
+                run += 1
+                continue
+            if run:
+                tbt[run_gap] = tbt.get(run_gap, 0) + run * b
+            run_gap = gap
+            run = 1
+            if gap > gap_max:
+                gap_max = gap
+        tbt[run_gap] = tbt.get(run_gap, 0) + run * b
+    if partial is None:
+        engine.rows.extend([b] * k)
+        engine.tokens_iter.extend([b] * k)
+    else:
+        engine.rows.extend([b + 1] * k)
+        engine.tokens_iter.extend([b + width] * k)
     end = times[-1]
     last = engine.iteration + k
     bs = engine.budgets.kv_block_size
     stats = engine.stats
     service = engine.service
     for r in running:
+        st = stats[r.idx]
+        if r is partial:  # k chunks of `width` prompt rows, all above its rebuild floor
+            c = r.c = r.c + k * width
+            if bs is not None:
+                r.blocks = -(-c // bs)
+            r.snapshot += k
+            r.last_served = last
+            st.served_iterations += k
+            st.scheduled_tokens += k * width
+            if r.client is not None:
+                service[r.client] = service.get(r.client, 0) + k * width
+            continue
         r.e += k
         c = r.c = r.c + k
         if bs is not None:
@@ -360,7 +486,6 @@ def _apply(engine: Engine, k: int, times: list[float], free: int | None) -> None
         r.snapshot += k
         r.last_served = last
         r.last_emit = end
-        st = stats[r.idx]
         st.last_token = end
         st.served_iterations += k
         st.scheduled_tokens += k
@@ -375,8 +500,11 @@ def _apply(engine: Engine, k: int, times: list[float], free: int | None) -> None
     engine.version += k
     engine._stalled = 0
     # The views are not marked changed: each is its view at the stretch's first cut (which
-    # passed the state rules there) shifted by k decode rows, still inside the rules' domain
-    # (e below its output limit, c = p + e - 1), so the next cut's state rules pass on it as
-    # they would on the per-iteration path (docs/replay.md).
+    # passed the state rules there) shifted by k decode rows or k chunks, still inside the
+    # rules' domain (e below its output limit and c = p + e - 1; a chunking request's c below
+    # its prompt), so the next cut's state rules pass on it as they would on the
+    # per-iteration path (docs/replay.md).
     engine.stretch_count += 1
     engine.stretch_iterations += k
+    if partial is not None:
+        engine.chunk_stretch_iterations += k

@@ -114,7 +114,7 @@ SEEDS = range(30)
 def test_fast_path_equals_per_iteration_path(policy_id: str, cost: str) -> None:
     """Same canonical report, findings, samples and final state on every generated workload."""
     unit = "tick" if cost == "unit" else "ms"
-    taken = 0
+    taken = chunked = 0
     for seed in SEEDS:
         wl = _workload(seed, unit)
         opts = OPTIONS.get(policy_id, {})
@@ -123,10 +123,12 @@ def test_fast_path_equals_per_iteration_path(policy_id: str, cost: str) -> None:
         assert slow.stretch_iterations == 0
         assert _canonical(fast.report()) == _canonical(slow.report()), (policy_id, seed)
         taken += fast.stretch_iterations
+        chunked += fast.chunk_stretch_iterations
     policy = POLICIES.create(policy_id, OPTIONS.get(policy_id, {}))
     declares = callable(getattr(policy, "decode_stretch", None))
     # a policy that declares the property must have had stretches to compare on
     assert (taken > 0) is declares
+    assert (chunked > 0) is callable(getattr(policy, "chunk_stretch", None))
 
 
 def test_vllm_v1_priority_and_max_model_len_equal_per_iteration() -> None:
@@ -195,8 +197,8 @@ def test_a_trace_sees_every_iteration() -> None:
 class _Mutant(VllmV1Policy):
     """vllm-v1 that claims the stretch property and deviates from cut `at` on."""
 
-    def __init__(self, bug: str, at: int) -> None:
-        super().__init__({})
+    def __init__(self, bug: str, at: int, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options or {})
         self.bug = bug
         self.at = at
 
@@ -219,6 +221,14 @@ class _Mutant(VllmV1Policy):
                     plan.select(r, 1)
             plan.seqs_left = 0
             plan.items.append(plan.items[0])
+        elif self.bug == "narrow":  # a chunk one row narrower: legal, another trajectory
+            for it in plan.items:
+                if it.phase is Phase.PREFILL_CHUNK and it.end - it.start > 1:
+                    it.end -= 1
+        elif self.bug == "unexplained":  # no reasons for the requests left waiting
+            plan.not_selected.clear()
+        elif self.bug == "defer_selected":  # a selected request also given a reason
+            plan.defer(item.req, "DEFERRED_TOKEN_BUDGET")
 
 
 @pytest.mark.parametrize("bug", ["skip", "key", "wide", "snapshot", "over"])
@@ -236,6 +246,72 @@ def test_a_mutant_is_caught_by_both_paths_at_the_same_iteration(bug: str) -> Non
             assert _canonical(fast.report()) == _canonical(slow.report())
             caught += bool(slow.findings)
     assert caught > 0
+
+
+def _chunk_stretches(
+    wl: Workload, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[int, int, bool]]:
+    """(first iteration, length, requests waiting) of each chunk stretch of vllm-v1 on `wl`."""
+    import cbaudit.sim.stretch as stretch
+
+    found: list[tuple[int, int, bool]] = []
+    real_apply = stretch._apply
+
+    def apply(engine: Engine, k: int, times: Any, free: Any, partial: Any, width: int) -> None:
+        if partial is not None:
+            found.append((engine.iteration + 1, k, bool(engine.waiting)))
+        real_apply(engine, k, times, free, partial, width)
+
+    with monkeypatch.context() as m:
+        m.setattr(stretch, "_apply", apply)
+        _run(wl, POLICIES.create("vllm-v1", options), _cost("roofline"), stretches=True)
+    return found
+
+
+CHUNK_OPTIONS: list[dict[str, Any]] = [{}, {"scheduling": "priority"}]
+
+
+def test_chunk_stretches_happen_with_requests_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunk stretches open both with an empty waiting queue and with requests left waiting
+    behind a full token budget (the case whose not-selected reasons the contract checks)."""
+    kinds = set()
+    for seed in SEEDS:
+        for opts in CHUNK_OPTIONS:
+            kinds |= {
+                waiting
+                for _, _, waiting in _chunk_stretches(_workload(seed, "ms"), opts, monkeypatch)
+            }
+    assert kinds == {False, True}
+
+
+@pytest.mark.parametrize("options", CHUNK_OPTIONS)
+@pytest.mark.parametrize(
+    "bug", ["skip", "key", "wide", "snapshot", "over", "narrow", "unexplained", "defer_selected"]
+)
+def test_a_mutant_inside_a_chunk_stretch_is_caught_at_the_same_iteration(
+    bug: str, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deviations that start at the first, second or last cut of a chunk stretch (a dropped or
+    widened row, a forged key or snapshot, an extra sequence, a narrower chunk, reasons dropped
+    for the waiting requests or given to a selected one): both paths stop with the same
+    findings at the same iteration, or (a legal deviation) give the same report."""
+    caught = tried = 0
+    for seed in SEEDS:
+        wl = _workload(seed, "ms")
+        spans = _chunk_stretches(wl, options, monkeypatch)[:3]
+        for at in sorted({first + d for first, k, _ in spans for d in (0, 1, k - 1)}):
+            slow = _run(wl, _Mutant(bug, at, options), _cost("roofline"), stretches=False)
+            fast = _run(wl, _Mutant(bug, at, options), _cost("roofline"), stretches=True)
+            got = [(f.code, f.iteration, f.message) for f in fast.findings]
+            assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
+            assert _canonical(fast.report()) == _canonical(slow.report()), (seed, at)
+            caught += bool(slow.findings)
+            tried += 1
+    assert tried > 0
+    # a narrower chunk is legal; in FCFS order no waiting request ranks ahead of the running
+    # ones, so none needs a reason
+    if bug != "narrow" and not (bug == "unexplained" and not options):
+        assert caught > 0
 
 
 def test_roofline_decode_form_is_step_time() -> None:
@@ -324,8 +400,8 @@ def test_stretches_fold_finishes_and_chain(
     folded: list[int] = []
     real_finish = stretch._finish
 
-    def finish(engine: Engine) -> bool:
-        done = real_finish(engine)
+    def finish(engine: Engine, partial: Any) -> bool:
+        done = real_finish(engine, partial)
         if done:
             folded.append(engine.iteration)
         return done
@@ -333,9 +409,9 @@ def test_stretches_fold_finishes_and_chain(
     starts: list[int] = []
     real_apply = stretch._apply
 
-    def apply(engine: Engine, k: int, times: list[float], free: int | None) -> None:
+    def apply(engine: Engine, *args: Any) -> None:
         starts.append(engine.iteration)
-        real_apply(engine, k, times, free)
+        real_apply(engine, *args)
 
     monkeypatch.setattr(stretch, "_finish", finish)
     monkeypatch.setattr(stretch, "_apply", apply)
