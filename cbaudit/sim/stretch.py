@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 _DECODE = Phase.DECODE_ROW
 _PREFILL = Phase.PREFILL_CHUNK
 _RUNNING = Queue.RUNNING
-_MIN_STRETCH = 2  # TRY
+_MIN_STRETCH = 1  # a one-iteration stretch: the promise question is the cut's own decision
 
 
 _NO: tuple[bool, LiveRequest | None] = (False, None)
@@ -151,18 +151,22 @@ def _stretch(
     cut = engine.cut(engine.version + 1, engine.iteration + 1, engine.now, engine.free)
     budgets = engine.budgets
     width = 0
+    k_chunk = 1 << 62
     if partial is None:
         policy_limit = engine.policy.decode_stretch(cut)  # type: ignore[attr-defined]
     else:
         policy_limit, width = engine.policy.chunk_stretch(cut)  # type: ignore[attr-defined]
-        b = len(running) - 1
-        tokens = b + width
+        tokens = len(running) - 1 + width
         if (
             width < 1
             or tokens > budgets.token_budget
             or (engine.waiting and tokens != budgets.token_budget)
         ):
             return False  # a budget left over with requests waiting: they may be admitted
+        # the chunk that would reach the prompt emits the first token (an event): before it
+        k_chunk = (partial.p - partial.c - 1) // width
+        if k_chunk < _MIN_STRETCH:
+            return False
     realized = engine.realized
     bs = budgets.kv_block_size
     free = engine.free
@@ -185,11 +189,9 @@ def _stretch(
     k_max = k_fin
     if policy_limit < k_max:
         k_max = policy_limit
-    chunk: tuple[int, int] | None = None
-    if partial is not None:
-        # the chunk that would reach the prompt emits the first token (an event): before it
-        k_max = min(k_max, (partial.p - partial.c - 1) // width)
-        chunk = (partial.c, width)
+    if k_chunk < k_max:
+        k_max = k_chunk
+    chunk = None if partial is None else (partial.c, width)
     if engine.horizon is not None:
         k_max = min(k_max, engine.horizon - engine.iteration)
     k_max = min(k_max, engine.max_iterations - engine.iteration)
@@ -344,21 +346,9 @@ def _promise_holds(
     "no ready request ranked ahead of selected work is left without a reason" gives the same
     answer at every cut."""
     running = engine.running
-    bs = engine.budgets.kv_block_size
-    saved = [(r.e, r.c, r.blocks, r.snapshot, r.last_served, r.last_emit) for r in running]
     shift = k - 1
-    last = engine.iteration + shift
-    for r in running:
-        if r is partial:
-            c = r.c = r.c + shift * width
-        else:
-            r.e += shift
-            c = r.c = r.c + shift
-            r.last_emit = now
-        if bs is not None:
-            r.blocks = -(-c // bs)
-        r.snapshot += shift
-        r.last_served = last
+    if shift:
+        _shift(engine, partial, width, shift, engine.iteration + shift, now)
     try:
         from cbaudit.policies.base import PlanBuilder
 
@@ -383,14 +373,35 @@ def _promise_holds(
         elif plan.not_selected:
             ok = False  # with nobody waiting and every running request selected: no reasons
     finally:
-        for r, (e, c, blocks, snap, served, emit) in zip(running, saved, strict=True):
-            r.e = e
-            r.c = c
-            r.blocks = blocks
-            r.snapshot = snap
-            r.last_served = served
-            r.last_emit = emit
+        if shift:
+            _shift(engine, partial, width, -shift, engine.iteration, engine.now)
     return ok
+
+
+def _shift(
+    engine: Engine,
+    partial: LiveRequest | None,
+    width: int,
+    shift: int,
+    served: int,
+    emitted: float,
+) -> None:
+    """Move the running requests `shift` iterations along the stretch (back, when negative):
+    each decode `shift` rows, a chunking request `shift` chunks. At a stretch's cuts every one
+    of them was served at the last iteration and every decode emitted at its end, so
+    `last_served` and `last_emit` are the same for all (the cut's iteration and clock)."""
+    bs = engine.budgets.kv_block_size
+    for r in engine.running:
+        if r is partial:
+            c = r.c = r.c + shift * width
+        else:
+            r.e += shift
+            c = r.c = r.c + shift
+            r.last_emit = emitted
+        if bs is not None:
+            r.blocks = -(-c // bs)
+        r.snapshot += shift
+        r.last_served = served
 
 
 def _predicted_rows(items: list[Any], key_fn: Any, partial: LiveRequest | None, width: int) -> bool:
