@@ -124,10 +124,14 @@ def run_stretch(engine: Engine, step: Executed) -> None:
     A stretch may end with the iteration in which requests emit their last token; those
     requests finish there, and the rest are again quiet decodes (with the same chunking
     request, if any), so the next stretch starts right after it (in the cost model's closed
-    form or under the slot clock, where the step time does not depend on the rows' order)."""
+    form or under the slot clock, where the step time does not depend on the rows' order).
+    Behind a chunk, a request that arrives joins the waiting queue at the next cut, as the
+    per-iteration path admits it, and the next chunk stretch starts from that cut."""
     closed = _series(engine)
     any_order = closed is not None or engine.slot_clock
     chunks = any_order and callable(getattr(engine.policy, "chunk_stretch", None))
+    # the next cut's arrivals join the waiting queue now: the next iteration's first step
+    engine.admit()
     quiet, partial = _quiet(engine, step, any_order, chunks)
     if not quiet:
         return
@@ -137,16 +141,38 @@ def run_stretch(engine: Engine, step: Executed) -> None:
     contexts = (
         None if any_order else [it.req.c + 1 for it in step.plan.items if not it.req.terminal]
     )
-    while _stretch(engine, closed, contexts, partial) and contexts is None and engine.running:
-        pass
+    while True:
+        taken = _stretch(engine, closed, contexts, partial)
+        if not taken or contexts is not None or not engine.running:
+            return
+        # behind a chunk an arrival joins the waiting queue and the next stretch starts at
+        # once; otherwise only a finish lets it (an arrival, K/V, the prompt: an event)
+        if partial is not None and _arrived(engine):
+            engine.admit()
+            if live is not None and not live.views_pass(engine.running, engine.waiting):
+                return  # the full iteration at this cut reports it
+        elif taken == _ENDED_BY_EVENT:
+            return
+
+
+def _arrived(engine: Engine) -> bool:
+    """Whether a request has arrived by `now` that is not in the waiting queue yet."""
+    pending = engine._pending
+    i = engine._next
+    return i < len(pending) and pending[i].arrival <= engine.now
+
+
+_NOT_TAKEN = 0
+_ENDED_BY_EVENT = 1  # an arrival, a K/V shortage, the chunk that would reach the prompt...
+_ENDED_BY_FINISH = 2  # requests emitted their last tokens at the stretch's last iteration
 
 
 def _stretch(
     engine: Engine, closed: Any, contexts: list[int] | None, partial: LiveRequest | None
-) -> bool:
+) -> int:
     """One stretch from the current cut (with `partial`, a chunk stretch: that request's
-    prompt advances by the declared chunk width each iteration); True when it was taken and
-    ended with a finish."""
+    prompt advances by the declared chunk width each iteration): `_NOT_TAKEN`, or how the
+    stretch that was taken ended."""
     running = engine.running
     cut = engine.cut(engine.version + 1, engine.iteration + 1, engine.now, engine.free)
     budgets = engine.budgets
@@ -162,11 +188,11 @@ def _stretch(
             or tokens > budgets.token_budget
             or (engine.waiting and tokens != budgets.token_budget)
         ):
-            return False  # a budget left over with requests waiting: they may be admitted
+            return _NOT_TAKEN  # a budget left over with requests waiting: they may be admitted
         # the chunk that would reach the prompt emits the first token (an event): before it
         k_chunk = (partial.p - partial.c - 1) // width
         if k_chunk < _MIN_STRETCH:
-            return False
+            return _NOT_TAKEN
     realized = engine.realized
     bs = budgets.kv_block_size
     free = engine.free
@@ -198,7 +224,7 @@ def _stretch(
     if engine.max_decisions is not None:
         k_max = min(k_max, engine.max_decisions - engine.version)
     if k_max < _MIN_STRETCH:
-        return False
+        return _NOT_TAKEN
     pending = engine._pending
     nxt = pending[engine._next].arrival if engine._next < len(pending) else math.inf
     b = len(running) - (partial is not None)
@@ -219,14 +245,16 @@ def _stretch(
         )
     walk = _walk(engine, k_max, nxt, hist, free, series, contexts, chunk)
     if walk is None:
-        return False
+        return _NOT_TAKEN
     times, free_before_last, free_end = walk
     k = len(times)
     last_cut = times[k - 2] if k > 1 else engine.now
     if not _promise_holds(engine, k, last_cut, free_before_last, partial, width):
-        return False
+        return _NOT_TAKEN
     _apply(engine, k, times, free_end, partial, width)
-    return k == k_fin and _finish(engine, partial)
+    if k == k_fin and _finish(engine, partial):
+        return _ENDED_BY_FINISH
+    return _ENDED_BY_EVENT
 
 
 _SLOT = StepSeries(1, 0, 1, None, 1, 0, 1)  # the slot clock: every step is 1 / 1 = 1.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -250,16 +251,16 @@ def test_a_mutant_is_caught_by_both_paths_at_the_same_iteration(bug: str) -> Non
 
 def _chunk_stretches(
     wl: Workload, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> list[tuple[int, int, bool]]:
+) -> list[tuple[int, int, int]]:
     """(first iteration, length, requests waiting) of each chunk stretch of vllm-v1 on `wl`."""
     import cbaudit.sim.stretch as stretch
 
-    found: list[tuple[int, int, bool]] = []
+    found: list[tuple[int, int, int]] = []
     real_apply = stretch._apply
 
     def apply(engine: Engine, k: int, times: Any, free: Any, partial: Any, width: int) -> None:
         if partial is not None:
-            found.append((engine.iteration + 1, k, bool(engine.waiting)))
+            found.append((engine.iteration + 1, k, len(engine.waiting)))
         real_apply(engine, k, times, free, partial, width)
 
     with monkeypatch.context() as m:
@@ -273,15 +274,19 @@ CHUNK_OPTIONS: list[dict[str, Any]] = [{}, {"scheduling": "priority"}]
 
 def test_chunk_stretches_happen_with_requests_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunk stretches open both with an empty waiting queue and with requests left waiting
-    behind a full token budget (the case whose not-selected reasons the contract checks)."""
-    kinds = set()
+    behind a full token budget (the case whose not-selected reasons the contract checks), and
+    a request that arrives during one joins the queue at the next cut, where the next chunk
+    stretch starts at once (the differential tests above compare the reports)."""
+    waiting = set()
+    arrival_chained = 0
     for seed in SEEDS:
         for opts in CHUNK_OPTIONS:
-            kinds |= {
-                waiting
-                for _, _, waiting in _chunk_stretches(_workload(seed, "ms"), opts, monkeypatch)
-            }
-    assert kinds == {False, True}
+            spans = _chunk_stretches(_workload(seed, "ms"), opts, monkeypatch)
+            waiting |= {n > 0 for _, _, n in spans}
+            for (first, k, n), (nxt, _, m) in pairwise(spans):
+                arrival_chained += nxt == first + k and m > n
+    assert waiting == {False, True}
+    assert arrival_chained > 0
 
 
 @pytest.mark.parametrize("options", CHUNK_OPTIONS)
