@@ -258,6 +258,7 @@ def _stretch(
 
 
 _SLOT = StepSeries(1, 0, 1, None, 1, 0, 1)  # the slot clock: every step is 1 / 1 = 1.0
+_EXACT = float(2**53)  # below it whole numbers are exact floats, and so are their sums
 
 
 def _walk(
@@ -470,37 +471,36 @@ def _apply(
     """Carry out k quiet iterations: the figures per iteration, the requests once.
 
     The B decoding requests emitted at every iteration since the stretch's first cut, so
-    iteration j's TBT gap `times[j] - times[j - 1]` is each one's: it is counted B times, and
-    a run of equal gaps (every gap under the slot clock) once for the whole run. A chunking
-    request emits nothing: its chunks are rows, tokens and service."""
+    iteration j's TBT gap `times[j] - times[j - 1]` is each one's: it is counted B times at
+    once (under the slot clock every gap is 1.0: counted once for the whole stretch). A
+    chunking request emits nothing: its chunks are rows, tokens and service."""
     running = engine.running
     b = len(running) - (partial is not None)
     tbt = engine.tbt
-    prev = engine.now
+    start = engine.now
+    end = times[-1]
     gap_max = 0.0
-    if b:
-        run_gap = math.nan
-        run = 0
+    if not b:
+        pass  # nobody emitted: no gaps
+    elif engine.slot_clock and start.is_integer() and end < _EXACT:
+        # whole numbers below 2**53: every gap is exactly 1.0, counted once for the stretch
+        gap_max = 1.0
+        tbt[1.0] = tbt.get(1.0, 0) + k * b
+    else:
+        get = tbt.get
+        prev = start
         for t in times:
             gap = t - prev
             prev = t
-            if gap == run_gap:
-                run += 1
-                continue
-            if run:
-                tbt[run_gap] = tbt.get(run_gap, 0) + run * b
-            run_gap = gap
-            run = 1
+            tbt[gap] = get(gap, 0) + b
             if gap > gap_max:
                 gap_max = gap
-        tbt[run_gap] = tbt.get(run_gap, 0) + run * b
     if partial is None:
         engine.rows.extend([b] * k)
         engine.tokens_iter.extend([b] * k)
     else:
         engine.rows.extend([b + 1] * k)
         engine.tokens_iter.extend([b + width] * k)
-    end = times[-1]
     last = engine.iteration + k
     bs = engine.budgets.kv_block_size
     stats = engine.stats
