@@ -1,32 +1,40 @@
-"""Quiet decode stretches: runs of iterations in which nothing changes, in closed form.
+"""Stretches: runs of iterations in which nothing but the frontiers changes, in closed form.
 
 Between two events (an arrival, an admission, a finish, a preemption, a K/V shortage, a
 policy's own boundary) most iterations of a replay are the same running decodes advancing by
-one token. After an iteration t that the engine ran in full (the policy chose, the contract
+one token, sometimes with one request's prompt advancing by a chunk that fills the rest of the
+token budget. After an iteration t that the engine ran in full (the policy chose, the contract
 checked the plan and the result), a *stretch* of k further iterations is taken in closed form
 when:
 
-1. t's plan selected every running request for exactly one decode row and nothing else (no
-   refusal, admission, preemption or rejection), and nothing finished at t;
-2. the waiting queue is empty and no request arrives before the stretch's last cut;
-3. the policy declares the stretch (`decode_stretch(view)`: how many consecutive cuts, each the
-   last advanced by one decode row per request, it answers with the same plan, shifted);
-4. inside the stretch no request reaches its output limit or realized length, the K/V pool
-   holds every block the decodes cross into, and no bound (horizon, iterations, decisions)
-   falls.
+1. every request running after t had a row at t and is now a ready decode (a *decode
+   stretch*), or all but one, R, which is prefilling its prompt (a *chunk stretch*); t
+   preempted and rejected nobody;
+2. the waiting queue is empty (a chunk stretch: it may hold requests) and no request arrives
+   before the stretch's last cut (behind a chunk, arrivals join the queue at the next cut and
+   the next chunk stretch starts there);
+3. the policy declares the stretch (`decode_stretch(view)`: how many consecutive cuts, each
+   the last advanced by one decode row per request, it answers with the same plan, shifted;
+   `chunk_stretch(view)`: the same with R advanced by one chunk of the width it returns);
+4. inside the stretch no request reaches its output limit or realized length (the iteration
+   that emits a last token may end a stretch: those requests finish there), R's chunks stay
+   short of its prompt, the K/V pool holds every block the rows cross into, and no bound
+   (horizon, iterations, decisions) falls.
 
 Per iteration j of a stretch the engine does only O(1) work: the step time from the cost
-model's decode form (the same integer arithmetic as `step_time_ms`), `now += dt` (one float
-add per iteration, as the per-iteration path does, so times are bit-identical), the TBT gap
-(identical for all B rows) counted B times, the iteration's figures. At the end the B
-requests are moved once (frontiers, blocks, clocks, counters).
+model's integer series (the same integers and the same division as `step_time_ms`), `now +=
+dt` (one float add per iteration, as the per-iteration path does, so times are bit-identical).
+Then, once: the TBT gaps (identical for all B decoding rows) counted B times each, the rows and
+tokens per iteration, and the requests moved (frontiers, blocks, clocks, counters).
 
 The policy is the thing under audit, so its promise is not trusted blindly: before a stretch is
 taken the engine materialises the stretch's last cut, asks the policy once, and requires the
-plan the promise predicts (same requests, each one decode row). On any difference no stretch
-is taken and the iterations run one by one, so a deviation that persists from some iteration
-on is found at the same iteration, with the same finding code, as on the per-iteration path.
-`docs/replay.md` gives the equivalence argument rule by rule and the residual gap.
+plan the promise predicts (same requests, each one decode row, R its chunk; with requests
+waiting behind a chunk, a plan that passes the contract's plan rules there). On any
+difference no stretch is taken and the iterations run one by one, so a deviation that persists
+from some iteration on is found at the same iteration, with the same finding code, as on the
+per-iteration path. `docs/replay.md` gives the equivalence argument rule by rule and the
+residual gap.
 """
 
 from __future__ import annotations
