@@ -19,6 +19,7 @@ import pytest
 from cbaudit.contract.records import Phase
 from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.registry import POLICIES
+from cbaudit.policies.sarathi import SarathiServePolicy
 from cbaudit.policies.vllm_v1 import VllmV1Policy
 from cbaudit.sim.cost_models import RooflineCostModel
 from cbaudit.sim.cost_unit import UnitCostModel
@@ -195,6 +196,33 @@ def test_a_trace_sees_every_iteration() -> None:
     assert _canonical(untraced.report()) == _canonical(slow.report())
 
 
+def _mutate(bug: str, view: StateView, plan: PlanBuilder) -> None:
+    """One injected deviation in a plan a policy just built."""
+    item = plan.items[-1]
+    if bug == "skip":  # drop a selected row and say nothing
+        plan.items.remove(item)
+    elif bug == "key":
+        item.key = (-1, *item.key[1:])
+    elif bug == "wide":  # one row too many for a decode
+        item.end += 1
+    elif bug == "snapshot":
+        item.snapshot -= 1
+    elif bug == "over":  # one more sequence than the budget allows
+        for r in view.running:
+            if not plan.chosen(r):
+                plan.select(r, 1)
+        plan.seqs_left = 0
+        plan.items.append(plan.items[0])
+    elif bug == "narrow":  # a chunk one row narrower: legal, another trajectory
+        for it in plan.items:
+            if it.phase is Phase.PREFILL_CHUNK and it.end - it.start > 1:
+                it.end -= 1
+    elif bug == "unexplained":  # no reasons for the requests left waiting
+        plan.not_selected.clear()
+    elif bug == "defer_selected":  # a selected request also given a reason
+        plan.defer(item.req, "DEFERRED_TOKEN_BUDGET")
+
+
 class _Mutant(VllmV1Policy):
     """vllm-v1 that claims the stretch property and deviates from cut `at` on."""
 
@@ -205,31 +233,21 @@ class _Mutant(VllmV1Policy):
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         super().choose(view, plan)
-        if view.iteration < self.at or not plan.items:
-            return
-        item = plan.items[-1]
-        if self.bug == "skip":  # drop a selected row and say nothing
-            plan.items.remove(item)
-        elif self.bug == "key":
-            item.key = (-1, *item.key[1:])
-        elif self.bug == "wide":  # one row too many for a decode
-            item.end += 1
-        elif self.bug == "snapshot":
-            item.snapshot -= 1
-        elif self.bug == "over":  # one more sequence than the budget allows
-            for r in view.running:
-                if not plan.chosen(r):
-                    plan.select(r, 1)
-            plan.seqs_left = 0
-            plan.items.append(plan.items[0])
-        elif self.bug == "narrow":  # a chunk one row narrower: legal, another trajectory
-            for it in plan.items:
-                if it.phase is Phase.PREFILL_CHUNK and it.end - it.start > 1:
-                    it.end -= 1
-        elif self.bug == "unexplained":  # no reasons for the requests left waiting
-            plan.not_selected.clear()
-        elif self.bug == "defer_selected":  # a selected request also given a reason
-            plan.defer(item.req, "DEFERRED_TOKEN_BUDGET")
+        if view.iteration >= self.at and plan.items:
+            _mutate(self.bug, view, plan)
+
+
+class _SarathiMutant(SarathiServePolicy):
+    """sarathi-serve that claims the stretch property and deviates from cut `at` on."""
+
+    def __init__(self, bug: str, at: int) -> None:
+        self.bug = bug
+        self.at = at
+
+    def choose(self, view: StateView, plan: PlanBuilder) -> None:
+        super().choose(view, plan)
+        if view.iteration >= self.at and plan.items:
+            _mutate(self.bug, view, plan)
 
 
 @pytest.mark.parametrize("bug", ["skip", "key", "wide", "snapshot", "over"])
@@ -250,9 +268,12 @@ def test_a_mutant_is_caught_by_both_paths_at_the_same_iteration(bug: str) -> Non
 
 
 def _chunk_stretches(
-    wl: Workload, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    wl: Workload,
+    options: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    policy_id: str = "vllm-v1",
 ) -> list[tuple[int, int, int]]:
-    """(first iteration, length, requests waiting) of each chunk stretch of vllm-v1 on `wl`."""
+    """(first iteration, length, requests waiting) of each chunk stretch of a policy on `wl`."""
     import cbaudit.sim.stretch as stretch
 
     found: list[tuple[int, int, int]] = []
@@ -265,7 +286,7 @@ def _chunk_stretches(
 
     with monkeypatch.context() as m:
         m.setattr(stretch, "_apply", apply)
-        _run(wl, POLICIES.create("vllm-v1", options), _cost("roofline"), stretches=True)
+        _run(wl, POLICIES.create(policy_id, options), _cost("roofline"), stretches=True)
     return found
 
 
@@ -289,24 +310,33 @@ def test_chunk_stretches_happen_with_requests_waiting(monkeypatch: pytest.Monkey
     assert arrival_chained > 0
 
 
-@pytest.mark.parametrize("options", CHUNK_OPTIONS)
+MUTANT_OPTIONS = [("vllm-v1", {}), ("vllm-v1", {"scheduling": "priority"}), ("sarathi-serve", {})]
+
+
+@pytest.mark.parametrize(("policy_id", "options"), MUTANT_OPTIONS)
 @pytest.mark.parametrize(
     "bug", ["skip", "key", "wide", "snapshot", "over", "narrow", "unexplained", "defer_selected"]
 )
 def test_a_mutant_inside_a_chunk_stretch_is_caught_at_the_same_iteration(
-    bug: str, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    bug: str, policy_id: str, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Deviations that start at the first, second or last cut of a chunk stretch (a dropped or
     widened row, a forged key or snapshot, an extra sequence, a narrower chunk, reasons dropped
     for the waiting requests or given to a selected one): both paths stop with the same
     findings at the same iteration, or (a legal deviation) give the same report."""
+
+    def mutant(at: int) -> Any:
+        if policy_id == "sarathi-serve":
+            return _SarathiMutant(bug, at)
+        return _Mutant(bug, at, options)
+
     caught = tried = 0
     for seed in SEEDS:
         wl = _workload(seed, "ms")
-        spans = _chunk_stretches(wl, options, monkeypatch)[:3]
+        spans = _chunk_stretches(wl, options, monkeypatch, policy_id)[:3]
         for at in sorted({first + d for first, k, _ in spans for d in (0, 1, k - 1)}):
-            slow = _run(wl, _Mutant(bug, at, options), _cost("roofline"), stretches=False)
-            fast = _run(wl, _Mutant(bug, at, options), _cost("roofline"), stretches=True)
+            slow = _run(wl, mutant(at), _cost("roofline"), stretches=False)
+            fast = _run(wl, mutant(at), _cost("roofline"), stretches=True)
             got = [(f.code, f.iteration, f.message) for f in fast.findings]
             assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
             assert _canonical(fast.report()) == _canonical(slow.report()), (seed, at)
@@ -317,17 +347,6 @@ def test_a_mutant_inside_a_chunk_stretch_is_caught_at_the_same_iteration(
     # ones, so none needs a reason
     if bug != "narrow" and not (bug == "unexplained" and not options):
         assert caught > 0
-
-
-def test_roofline_decode_form_is_step_time() -> None:
-    """`decode_step_ms(rows, context_sum)` is `step_time_ms` of the decode shape, bit for bit."""
-    cost = _cost("roofline")
-    assert isinstance(cost, RooflineCostModel)
-    rnd = random.Random(7)
-    for _ in range(300):
-        ctx = tuple(rnd.randint(1, 20_000) for _ in range(rnd.randint(1, 64)))
-        assert cost.decode_step_ms(len(ctx), sum(ctx)) == cost.step_time_ms(StepShape(ctx, ()))
-    assert cost.decode_step_ms(0, 0) == cost.step_time_ms(StepShape((), ()))
 
 
 def _series_ms(series: Any, j: int) -> float:
