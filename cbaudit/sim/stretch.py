@@ -43,6 +43,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from cbaudit.contract.records import Phase, Queue
+from cbaudit.policies.base import PlanBuilder
 from cbaudit.sim.cost_models import StepSeries
 
 if TYPE_CHECKING:
@@ -387,27 +388,25 @@ def _promise_holds(
     if shift:
         _shift(engine, partial, width, shift, engine.iteration + shift, now)
     try:
-        from cbaudit.policies.base import PlanBuilder
-
         version = engine.version + k
         view = engine.cut(version, engine.iteration + k, now, free)
         key_fn = engine.key_fn
         builder = PlanBuilder(view, key_fn)
         engine.policy.choose(view, builder)
-        plan = builder.build()
+        # the builder's lists as the plan would hold them (`build` only sorts the items by
+        # their keys, which are compared one by one here, and sums their widths)
         ok = (
-            not plan.preempted
-            and not plan.admitted
-            and not plan.rejected
-            and len(plan.items) == len(running)
-            and plan.state_version == version
-            and _predicted_rows(plan.items, key_fn, partial, width)
+            not builder.preempted
+            and not builder.admitted
+            and not builder.rejected
+            and len(builder.items) == len(running)
+            and _predicted_rows(builder.items, key_fn, partial, width)
         )
         waiting = engine.waiting
         if ok and waiting:  # (only behind a chunk: a decode stretch opens with none waiting)
             live = engine.live
-            ok = live is None or live.plan_passes(plan, version, running, waiting)
-        elif plan.not_selected:
+            ok = live is None or live.plan_passes(builder.build(), version, running, waiting)
+        elif builder.not_selected:
             ok = False  # with nobody waiting and every running request selected: no reasons
     finally:
         if shift:
