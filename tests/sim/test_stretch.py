@@ -331,9 +331,9 @@ def test_a_mutant_inside_a_chunk_stretch_is_caught_at_the_same_iteration(
         return _Mutant(bug, at, options)
 
     caught = tried = 0
-    for seed in SEEDS:
+    for seed in range(16):
         wl = _workload(seed, "ms")
-        spans = _chunk_stretches(wl, options, monkeypatch, policy_id)[:3]
+        spans = _chunk_stretches(wl, options, monkeypatch, policy_id)[:2]
         for at in sorted({first + d for first, k, _ in spans for d in (0, 1, k - 1)}):
             slow = _run(wl, mutant(at), _cost("roofline"), stretches=False)
             fast = _run(wl, mutant(at), _cost("roofline"), stretches=True)
