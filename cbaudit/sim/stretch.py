@@ -260,6 +260,7 @@ def _stretch(
     last_cut = times[k - 2] if k > 1 else engine.now
     if not _promise_holds(engine, k, last_cut, free_before_last, partial, width):
         return _NOT_TAKEN
+    # the requests stand at the last cut (k - 1 iterations on): one more, and the figures
     _apply(engine, k, times, free_end, partial, width)
     if k == k_fin and _finish(engine, partial):
         return _ENDED_BY_FINISH
@@ -382,11 +383,15 @@ def _promise_holds(
     rules at that cut, its not-selected reasons included: they are the same at every cut of
     the stretch, and so are the waiting queue, the ranks and the selected work, so the rule
     "no ready request ranked ahead of selected work is left without a reason" gives the same
-    answer at every cut."""
+    answer at every cut.
+
+    When the promise holds the requests are left at that cut, k - 1 iterations on (`_apply`
+    carries out the last one); otherwise they are moved back."""
     running = engine.running
     shift = k - 1
     if shift:
         _shift(engine, partial, width, shift, engine.iteration + shift, now)
+    ok = False
     try:
         version = engine.version + k
         view = engine.cut(version, engine.iteration + k, now, free)
@@ -409,7 +414,7 @@ def _promise_holds(
         elif builder.not_selected:
             ok = False  # with nobody waiting and every running request selected: no reasons
     finally:
-        if shift:
+        if shift and not ok:
             _shift(engine, partial, width, -shift, engine.iteration, engine.now)
     return ok
 
@@ -475,7 +480,8 @@ def _apply(
     partial: LiveRequest | None,
     width: int,
 ) -> None:
-    """Carry out k quiet iterations: the figures per iteration, the requests once.
+    """Carry out k quiet iterations: the figures per iteration, the requests once (they stand
+    at the stretch's last cut, where the promise was checked: one iteration more).
 
     The B decoding requests emitted at every iteration since the stretch's first cut, so
     iteration j's TBT gap `times[j] - times[j - 1]` is each one's: it is counted B times at
@@ -512,24 +518,24 @@ def _apply(
     bs = engine.budgets.kv_block_size
     stats = engine.stats
     service = engine.service
-    for r in running:
+    for r in running:  # each stands k - 1 iterations on (`_promise_holds`): one more
         st = stats[r.idx]
         if r is partial:  # k chunks of `width` prompt rows, all above its rebuild floor
-            c = r.c = r.c + k * width
+            c = r.c = r.c + width
             if bs is not None:
                 r.blocks = -(-c // bs)
-            r.snapshot += k
+            r.snapshot += 1
             r.last_served = last
             st.served_iterations += k
             st.scheduled_tokens += k * width
             if r.client is not None:
                 service[r.client] = service.get(r.client, 0) + k * width
             continue
-        r.e += k
-        c = r.c = r.c + k
+        r.e += 1
+        c = r.c = r.c + 1
         if bs is not None:
             r.blocks = -(-c // bs)
-        r.snapshot += k
+        r.snapshot += 1
         r.last_served = last
         r.last_emit = end
         st.last_token = end
