@@ -672,6 +672,8 @@ class Engine:
             r.queue = _FINISHED
             self.stats[r.idx].finish_reason = "rejected"
             self.finished += 1
+            if self.live is not None:
+                self.live.forget(r)
         gone = {r.idx for r in rejected}
         kept = [r for r in self.waiting if r.idx not in gone]
         self.waiting.clear()
@@ -833,6 +835,9 @@ class Engine:
             st = self.stats[r.idx]
             st.finished = now
             st.finish_reason = why
+        if self.live is not None:
+            for r, _ in terminal:
+                self.live.forget(r)
         self.finished += len(terminal)
         self.running = [r for r in self.running if not r.terminal]
 
