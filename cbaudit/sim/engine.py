@@ -29,7 +29,6 @@ no global randomness).
 from __future__ import annotations
 
 import math
-from array import array
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from cbaudit.policies.base import (
 )
 from cbaudit.policies.budget import blocks_held
 from cbaudit.sim.records_io import UNSTATED_REASON, plan_json, result_json, state_json
+from cbaudit.sim.series import RunSeries
 from cbaudit.sim.step import StepShape
 from cbaudit.sim.stretch import run_stretch
 from cbaudit.sim.workload import ClockUnit, Workload
@@ -122,9 +122,10 @@ class ReplayRun:
     identity: PolicyIdentity
     requests: list[LiveRequest]
     stats: list[RequestStats]
-    # selected request generations and scheduled tokens per iteration (index i -> i+1)
-    rows_per_iteration: Sequence[int]
-    tokens_per_iteration: Sequence[int]
+    # selected request generations and scheduled tokens per iteration (index i -> i+1), as
+    # runs of equal values
+    rows_per_iteration: RunSeries
+    tokens_per_iteration: RunSeries
     tbt_counts: dict[float, int]  # every gap between two output tokens -> how often
     findings: list[EngineFinding]
     iterations: int
@@ -384,9 +385,9 @@ class Engine:
         self.waiting: deque[LiveRequest] = deque()
         self.running: list[LiveRequest] = []
         self.stats = [RequestStats() for _ in self.reqs]
-        # selected request generations and tokens per iteration (4 bytes each, not an object)
-        self.rows: array[int] = array("i")
-        self.tokens_iter: array[int] = array("i")
+        # selected request generations and tokens per iteration, as runs of equal values
+        self.rows = RunSeries()
+        self.tokens_iter = RunSeries()
         self.tbt: dict[float, int] = {}  # TBT gaps as counts of distinct values
         self.findings: list[EngineFinding] = []
         self.service: dict[str, int] = {}  # completed semantic service per client

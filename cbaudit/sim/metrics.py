@@ -163,7 +163,7 @@ def scaled_counts(
 def occupancy(run: ReplayRun, horizon: int) -> dict[str, Any]:
     """Logical slot occupancy over iterations 1..horizon."""
     b = run.workload.budgets.sequence_budget
-    useful = sum(run.rows_per_iteration[:horizon])
+    useful = run.rows_per_iteration.prefix_sum(horizon)
     available = b * horizon
     frac = Fraction(useful, available) if available else Fraction(0)
     return {
@@ -228,7 +228,7 @@ def summarize(
         "requests_total": len(run.requests),
         "requests_finished": per.finished,
         "output_tokens": outputs,
-        "scheduled_tokens": sum(run.tokens_per_iteration),
+        "scheduled_tokens": run.tokens_per_iteration.total(),
         "preemptions": run.preemptions,
         "recompute_tokens": per.recompute,
         "slot_occupancy": occupancy(run, horizon),

@@ -4,6 +4,8 @@ as runs of equal values."""
 
 from __future__ import annotations
 
+import itertools
+import random
 from typing import Any
 
 import pytest
@@ -12,6 +14,7 @@ from cbaudit.contract.records import Queue
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.cost_unit import UnitCostModel
 from cbaudit.sim.engine import Engine
+from cbaudit.sim.series import RunSeries
 from tests.sim.helpers import manifest
 
 
@@ -65,3 +68,53 @@ def test_the_live_validator_keeps_nothing_for_finished_requests(
     assert [len(t) for t in tables()] == [0, 0, 0, 0, 0]
     if policy == "vllm-v1":
         assert run.preemptions >= 1
+
+
+def test_run_series_is_the_sequence_it_was_given() -> None:
+    """Appends, runs and mixed lists in random order: the same values, length, total and
+    every prefix sum as a plain list, with adjacent runs always distinct."""
+    rng = random.Random(16)
+    for _ in range(50):
+        series, plain = RunSeries(), []
+        for _ in range(rng.randint(0, 40)):
+            how = rng.random()
+            if how < 0.4:
+                v = rng.choice([0, 1, 2, 7, 2048])
+                series.append(v)
+                plain.append(v)
+            elif how < 0.7:
+                v, k = rng.choice([0, 1, 7]), rng.randint(0, 5)
+                series.extend([v] * k)
+                plain.extend([v] * k)
+            else:
+                chunk = [rng.choice([0, 3, 4]) for _ in range(rng.randint(0, 6))]
+                series.extend(iter(chunk))
+                plain.extend(chunk)
+        assert list(series) == plain and len(series) == len(plain)
+        assert series.total() == sum(plain)
+        assert [series.prefix_sum(n) for n in range(len(plain) + 3)] == [
+            sum(plain[:n]) for n in range(len(plain) + 3)
+        ]
+        runs = list(series.runs())
+        assert all(c > 0 for _, c in runs)
+        assert all(a[0] != b[0] for a, b in itertools.pairwise(runs))
+        assert series == RunSeries(plain)
+        assert series != RunSeries([*plain, 1])
+
+
+def test_a_quiet_stretch_is_one_run() -> None:
+    """A long replay's per-iteration figures take one run per change, not one per iteration:
+    far fewer runs than iterations, and the same totals as the per-iteration path's."""
+    wl = manifest(
+        [
+            {"request_id": f"r{i}", "arrival": 0, "prompt_tokens": 4, "max_output_tokens": 300}
+            for i in range(8)
+        ],
+        {"token_budget": 64, "sequence_budget": 8},
+    )
+    fast = Engine(wl, POLICIES.create("vllm-v1"), UnitCostModel()).run()
+    slow = Engine(wl, POLICIES.create("vllm-v1"), UnitCostModel(), stretches=False).run()
+    assert fast.rows_per_iteration == slow.rows_per_iteration
+    assert fast.tokens_per_iteration == slow.tokens_per_iteration
+    assert fast.iterations == len(fast.rows_per_iteration) >= 300
+    assert len(list(fast.rows_per_iteration.runs())) <= 3
