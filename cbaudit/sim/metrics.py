@@ -19,6 +19,7 @@ declared `tick_ms`, null when none is declared):
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -205,8 +206,11 @@ def summarize(
     to_ms = ms_converter(run)
     per = _per_request(run, to_ms, per_request)
 
-    def both(samples: list[float]) -> dict[str, Any]:
+    def both(samples: array[float]) -> dict[str, Any]:
         out = distribution(samples)
+        if to_ms is _identity:  # the same samples: the same figures
+            out["ms"] = dict(out)
+            return out
         ms_samples = [to_ms(x) for x in samples]
         if all(m is not None for m in ms_samples):
             out["ms"] = distribution([m for m in ms_samples if m is not None])
@@ -284,10 +288,11 @@ class _PerRequest:
     """Per-request records and the samples and totals drawn from them."""
 
     records: dict[str, Any] = field(default_factory=dict)
-    ttft: list[float] = field(default_factory=list)
-    e2e: list[float] = field(default_factory=list)
-    tpot: list[float] = field(default_factory=list)
-    qdelay: list[float] = field(default_factory=list)
+    # samples as C doubles (8 bytes each, not a float object and a list slot)
+    ttft: array[float] = field(default_factory=lambda: array("d"))
+    e2e: array[float] = field(default_factory=lambda: array("d"))
+    tpot: array[float] = field(default_factory=lambda: array("d"))
+    qdelay: array[float] = field(default_factory=lambda: array("d"))
     outputs: int = 0
     recompute: int = 0
     finished: int = 0
