@@ -57,7 +57,7 @@ from cbaudit.policies.base import (
 )
 from cbaudit.policies.budget import blocks_held
 from cbaudit.sim.records_io import UNSTATED_REASON, plan_json, result_json, state_json
-from cbaudit.sim.series import RunSeries
+from cbaudit.sim.series import RunSeries, SortedCounts
 from cbaudit.sim.step import StepShape
 from cbaudit.sim.stretch import run_stretch
 from cbaudit.sim.workload import ClockUnit, Workload
@@ -67,6 +67,8 @@ _DECODE = Phase.DECODE_ROW
 _WAITING = Queue.WAITING
 _RUNNING = Queue.RUNNING
 _FINISHED = Queue.FINISHED
+# distinct TBT gaps counted in the engine's dict before they are folded into sorted arrays
+_TBT_FOLD = 16384
 
 
 class Validation(StrEnum):
@@ -126,7 +128,7 @@ class ReplayRun:
     # runs of equal values
     rows_per_iteration: RunSeries
     tokens_per_iteration: RunSeries
-    tbt_counts: dict[float, int]  # every gap between two output tokens -> how often
+    tbt_counts: Mapping[float, int]  # every gap between two output tokens -> how often
     findings: list[EngineFinding]
     iterations: int
     end_time: float
@@ -389,6 +391,7 @@ class Engine:
         self.rows = RunSeries()
         self.tokens_iter = RunSeries()
         self.tbt: dict[float, int] = {}  # TBT gaps as counts of distinct values
+        self._tbt_folded = SortedCounts()  # ... and those folded out of it (sorted arrays)
         self.findings: list[EngineFinding] = []
         self.service: dict[str, int] = {}  # completed semantic service per client
         self.now = 0.0
@@ -455,6 +458,9 @@ class Engine:
             self.publish(step)
             if self.stretches and self.stop is None:
                 run_stretch(self, step)
+            if len(self.tbt) > _TBT_FOLD:
+                self._tbt_folded = self._tbt_folded.merged(self.tbt)
+                self.tbt.clear()
 
     # ------------------------------------------------------------------ admit
 
@@ -872,7 +878,7 @@ class Engine:
             stats=self.stats,
             rows_per_iteration=self.rows,
             tokens_per_iteration=self.tokens_iter,
-            tbt_counts=self.tbt,
+            tbt_counts=self._tbt_folded.merged(self.tbt),
             findings=self.findings,
             iterations=self.iteration,
             end_time=self.now,

@@ -28,6 +28,7 @@ from typing import Any
 from cbaudit.contract.live_request import LiveRequest
 from cbaudit.model import EvidenceClass
 from cbaudit.sim.engine import ReplayRun, RequestStats
+from cbaudit.sim.series import SortedCounts
 
 INSUFFICIENT = "insufficient_sample"
 PERCENTILE_GATES: tuple[tuple[str, float, int], ...] = (
@@ -104,10 +105,17 @@ def distribution_counts(counts: Mapping[float, int]) -> dict[str, Any]:
         out.update({"mean": None, "min": None, "max": None})
         out.update({name: INSUFFICIENT for name, _, _ in PERCENTILE_GATES})
         return out
-    keys = sorted(counts)
+    pairs: Iterable[tuple[float, int]]
+    if isinstance(counts, SortedCounts):  # already in order, in C arrays
+        first, last = counts.first(), counts.last()
+        pairs = counts.sorted_items()
+    else:
+        keys = sorted(counts)
+        first, last = keys[0], keys[-1]
+        pairs = ((v, counts[v]) for v in keys)
     out["mean"] = _num(exact_sum(counts) / n)
-    out["min"] = _num(keys[0])
-    out["max"] = _num(keys[-1])
+    out["min"] = _num(first)
+    out["max"] = _num(last)
     wanted: list[tuple[int, str]] = []
     for name, q, gate in PERCENTILE_GATES:
         out[name] = INSUFFICIENT  # (the order of the keys is kept)
@@ -117,10 +125,10 @@ def distribution_counts(counts: Mapping[float, int]) -> dict[str, Any]:
     # one walk of the cumulative counts answers every rank, smallest first
     j = 0
     seen = 0
-    for v in keys:
+    for v, c in pairs:
         if j == len(wanted):
             break
-        seen += counts[v]
+        seen += c
         while j < len(wanted) and seen >= wanted[j][0]:
             out[wanted[j][1]] = _num(v)
             j += 1

@@ -14,7 +14,9 @@ from cbaudit.contract.records import Queue
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.cost_unit import UnitCostModel
 from cbaudit.sim.engine import Engine
-from cbaudit.sim.series import RunSeries
+from cbaudit.sim.metrics import distribution_counts, exact_sum
+from cbaudit.sim.series import RunSeries, SortedCounts
+from cbaudit.sim.workload import workload_from_data
 from tests.sim.helpers import manifest
 
 
@@ -118,3 +120,62 @@ def test_a_quiet_stretch_is_one_run() -> None:
     assert fast.tokens_per_iteration == slow.tokens_per_iteration
     assert fast.iterations == len(fast.rows_per_iteration) >= 300
     assert len(list(fast.rows_per_iteration.runs())) <= 3
+
+
+def test_sorted_counts_is_the_multiset_a_dict_counts() -> None:
+    """Counts folded in random batches (repeats across batches, a zero, equal neighbours):
+    the same mapping as one dict, in ascending order, and the same distribution bit for bit."""
+    rng = random.Random(7)
+    for _ in range(40):
+        whole: dict[float, int] = {}
+        folded = SortedCounts()
+        for _ in range(rng.randint(0, 6)):
+            batch: dict[float, int] = {}
+            for _ in range(rng.randint(0, 30)):
+                v = rng.choice([0.0, 0.1, 0.2, 1 / 3, 2.5, rng.random(), rng.uniform(0, 1e6)])
+                batch[v] = batch.get(v, 0) + rng.randint(1, 4)
+            for v, c in batch.items():
+                whole[v] = whole.get(v, 0) + c
+            folded = folded.merged(batch)
+        assert dict(folded) == whole and len(folded) == len(whole)
+        assert list(folded) == sorted(whole)
+        assert list(folded.items()) == sorted(whole.items())
+        assert list(folded.values()) == [whole[v] for v in sorted(whole)]
+        assert SortedCounts.of(whole) == folded
+        assert distribution_counts(folded) == distribution_counts(whole)
+        assert exact_sum(folded) == exact_sum(whole)
+        for v in whole:
+            assert folded[v] == whole[v]
+        with pytest.raises(KeyError):
+            folded[-1.0]
+
+
+def test_folding_tbt_counts_changes_no_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay whose TBT dict is folded every few distinct gaps reports exactly what one that
+    never folds reports (the fold threshold is a memory setting, not a semantic one)."""
+    import cbaudit.sim.engine as engine_module
+    from cbaudit.sim.cost_models import get_cost_model
+    from cbaudit.sim.metrics import summarize
+
+    wl = workload_from_data(
+        {
+            "workload_id": "fold",
+            "clock": {"unit": "tick", "tick_ms": 0.5},  # (ms figures scaled from the counts)
+            "budgets": {"token_budget": 32, "sequence_budget": 8},
+            "requests": _staggered(60),
+        }
+    )
+    cost = get_cost_model(
+        "roofline", {"hardware": "nvidia-h100-sxm", "model": "llama-3-8b-gqa-fp16"}
+    )
+
+    def report() -> tuple[dict[str, Any], int]:
+        run = Engine(wl, POLICIES.create("vllm-v1"), cost).run()
+        return summarize(run), len(run.tbt_counts)
+
+    monkeypatch.setattr(engine_module, "_TBT_FOLD", 10**9)
+    whole, distinct = report()
+    monkeypatch.setattr(engine_module, "_TBT_FOLD", 3)
+    folded, _ = report()
+    assert distinct > 20  # (several folds happened)
+    assert folded == whole
