@@ -68,6 +68,8 @@ _WAITING = Queue.WAITING
 _RUNNING = Queue.RUNNING
 _FINISHED = Queue.FINISHED
 # distinct TBT gaps counted in the engine's dict before they are folded into sorted arrays
+# (and at least half as many as were folded before: each fold copies those, so the copying
+# stays proportional to the gaps counted)
 _TBT_FOLD = 16384
 
 
@@ -336,15 +338,14 @@ class Engine:
         )
 
     def _contract_manifest(self) -> WorkloadManifest:
-        """The contract's view of the workload, built one declaration at a time (no full JSON
-        copy of a large workload held at once)."""
-        from dataclasses import replace
+        """The contract's view of the workload, its declarations made on demand
+        (`cbaudit.sim.contract_view`: no second copy of a large workload)."""
+        from cbaudit.sim.contract_view import contract_manifest
 
-        from cbaudit.contract.records import RequestDecl
-
-        head = WorkloadManifest.from_json(self.workload.to_manifest(with_requests=False))
-        decls = tuple(RequestDecl.from_json(r) for r in self.workload.iter_request_json())
-        return replace(head, requests=decls)
+        index: dict[str, int] = {}
+        for r in self.reqs:
+            index.setdefault(r.rid, r.idx)
+        return contract_manifest(self.workload, index)
 
     def _ms_per_unit(self, workload: Workload) -> float:
         """Milliseconds per clock unit for the cost model's step times."""
@@ -458,7 +459,7 @@ class Engine:
             self.publish(step)
             if self.stretches and self.stop is None:
                 run_stretch(self, step)
-            if len(self.tbt) > _TBT_FOLD:
+            if len(self.tbt) > _TBT_FOLD and 2 * len(self.tbt) > len(self._tbt_folded):
                 self._tbt_folded = self._tbt_folded.merged(self.tbt)
                 self.tbt.clear()
 
@@ -878,7 +879,7 @@ class Engine:
             stats=self.stats,
             rows_per_iteration=self.rows,
             tokens_per_iteration=self.tokens_iter,
-            tbt_counts=self._tbt_folded.merged(self.tbt),
+            tbt_counts=self._tbt_folded.merged(self.tbt) if self._tbt_folded else self.tbt,
             findings=self.findings,
             iterations=self.iteration,
             end_time=self.now,

@@ -135,19 +135,21 @@ class SortedCounts(Mapping[float, int]):
         keys, counts = self._keys, self._counts
         new_keys: array[float] = array("d")
         new_counts: array[int] = array("q")
+        values = sorted(more)
+        # where each new value goes among the old ones (bisect called from C, no frames)
+        places = map(bisect_left, repeat(keys), values)
         i, n = 0, len(keys)
-        for value, count in sorted(more.items()):
-            j = bisect_left(keys, value, i)
-            if j > i:  # the values below this one, copied at C speed
+        for value, j in zip(values, places, strict=False):
+            if j > i:  # the old values below this one, copied at C speed
                 new_keys.extend(keys[i:j])
                 new_counts.extend(counts[i:j])
             if j < n and keys[j] == value:
                 new_keys.append(keys[j])
-                new_counts.append(counts[j] + count)
+                new_counts.append(counts[j] + more[value])
                 i = j + 1
             else:
                 new_keys.append(value)
-                new_counts.append(count)
+                new_counts.append(more[value])
                 i = j
         new_keys.extend(keys[i:])
         new_counts.extend(counts[i:])

@@ -179,3 +179,44 @@ def test_folding_tbt_counts_changes_no_figure(monkeypatch: pytest.MonkeyPatch) -
     folded, _ = report()
     assert distinct > 20  # (several folds happened)
     assert folded == whole
+
+
+def test_the_contract_view_makes_the_records_the_manifest_json_makes() -> None:
+    """`contract_manifest` (declarations made on demand) against the eager manifest built from
+    the workload's JSON: the same records by position and by id, positions, clients, head."""
+    from dataclasses import replace
+
+    from cbaudit.contract.records import RequestDecl, WorkloadManifest
+    from cbaudit.sim.contract_view import contract_manifest
+
+    requests = _staggered(30)
+    requests[3] |= {"client": "a", "priority": 2, "slo": {"ttft_ms": 5, "e2e_ms": 9.5}}
+    requests[7] |= {"client": "b", "request_generation": 1}
+    wl = workload_from_data(
+        {
+            "workload_id": "view",
+            "clock": {"unit": "ms"},
+            "budgets": {"token_budget": 32, "sequence_budget": 8},
+            "requests": requests,
+        }
+    )
+    head = WorkloadManifest.from_json(wl.to_manifest(with_requests=False))
+    eager = replace(head, requests=tuple(RequestDecl.from_json(r) for r in wl.iter_request_json()))
+    index = {d.request_id: i for i, d in enumerate(wl.requests)}
+    lazy = contract_manifest(wl, index)
+    assert list(lazy.requests) == list(eager.requests) and len(lazy.requests) == 30
+    assert lazy.requests[3] == eager.requests[3] and lazy.requests[2:5] == list(eager.requests[2:5])
+    assert dict(lazy.by_id) == dict(eager.by_id)
+    for rid in index:  # twice: made, then from the recent ones
+        assert lazy.by_id.get(rid) == eager.by_id[rid] == lazy.by_id[rid]
+    assert lazy.by_id.get("nope") is None and "nope" not in lazy.by_id
+    with pytest.raises(KeyError):
+        lazy.by_id["nope"]
+    assert dict(lazy.position_of) == dict(eager.position_of)
+    assert lazy.clients == eager.clients == frozenset({"a", "b"})
+    assert (lazy.workload_id, lazy.policy, lazy.budgets, lazy.clock) == (
+        eager.workload_id,
+        eager.policy,
+        eager.budgets,
+        eager.clock,
+    )
