@@ -399,6 +399,7 @@ def describe_trace_source(fmt: str, path: str, cap: int | None, rows: int) -> st
 
 # A trace read at once is held as text; beyond this size it is streamed row by row instead.
 PLAIN_TRACE_MAX_BYTES = 64 * 1024 * 1024
+_PLAIN_CHUNK = 1 << 16  # characters of rows matched at a time (about 2,000 rows)
 _POW10 = tuple(10**k for k in range(25))
 _EPOCH_ORDINAL = datetime(1970, 1, 1).toordinal()
 # One data field of a plain row: no quote, carriage return, NUL or surrounding space.
@@ -461,10 +462,7 @@ def read_plain_trace(path: str | Path, *, display: str | None = None) -> TraceTa
             parts.append(_PLAIN_COUNT)
         else:
             parts.append(_PLAIN_OTHER)
-    rows = re.findall("^" + ",".join(parts) + "$", body, re.MULTILINE | re.ASCII)
-    lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
-    if not rows or len(rows) != lines:
-        return None  # a blank, padded, quoted or malformed row: streamed and located
+    pattern = re.compile("^" + ",".join(parts) + "$", re.MULTILINE | re.ASCII)
     # the capture groups in column order: the arrival's, then the two counts in column order
     n_arr = 2 if chosen is TraceFormat.SPLITWISE else 7
     pos: dict[int, int] = {}
@@ -473,67 +471,92 @@ def read_plain_trace(path: str | Path, *, display: str | None = None) -> TraceTa
         pos[i] = g
         g += n_arr if i == i_arr else 1
     a, gp, go = pos[i_arr], pos[i_prompt], pos[i_out]
-    prompts = [int(r[gp]) for r in rows]
-    outputs = [int(r[go]) for r in rows]
+    arrival = _PlainSeconds() if chosen is TraceFormat.SPLITWISE else _PlainTimestamps()
+    arrivals: list[int | float] = []
+    prompts: list[int] = []
+    outputs: list[int] = []
+    # a few thousand rows at a time: the matched fields of the whole trace are never held
+    start, size = 0, len(body)
+    while start < size:
+        stop = body.find("\n", start + _PLAIN_CHUNK)
+        stop = size if stop < 0 else stop + 1
+        rows = pattern.findall(body, start, stop)
+        prompts += [int(r[gp]) for r in rows]
+        outputs += [int(r[go]) for r in rows]
+        if not arrival.read(rows, a, arrivals):
+            return None
+        start = stop
+    lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
+    if not prompts or len(prompts) != lines:
+        return None  # a blank, padded, quoted or malformed row: streamed and located
     if min(prompts) < 1 or min(outputs) < 1:
-        return None
-    if chosen is TraceFormat.SPLITWISE:
-        arrivals = _plain_seconds([(r[a], r[a + 1]) for r in rows])
-    else:
-        arrivals = _plain_timestamps([r[a : a + 7] for r in rows])
-    if arrivals is None:
         return None
     return TraceTable(chosen, arrivals, prompts, outputs)
 
 
-def _plain_seconds(fields: list[tuple[str, str]]) -> list[int | float] | None:
-    """Arrival ms of decimal-seconds fields (None if one goes back in time)."""
-    out: list[int | float] = []
-    previous = -1
-    pow10 = _POW10
-    for whole, frac in fields:
-        k = len(frac)
-        n = int(whole + frac)  # the arrival in units of 10^-k s
-        at = n * pow10[20 - k]  # ... and in 10^-20 s, for the order check
-        if at < previous:
-            return None
-        previous = at
-        if k <= 3:
-            out.append(n * pow10[3 - k])
-        else:
-            d = pow10[k - 3]
-            out.append(n // d if n % d == 0 else n / d)
-    return out
+class _PlainSeconds:
+    """Arrival ms of decimal-seconds fields, row after row (refused if one goes back)."""
+
+    def __init__(self) -> None:
+        self.previous = -1
+
+    def read(self, rows: list[tuple[str, ...]], a: int, out: list[int | float]) -> bool:
+        previous = self.previous
+        pow10 = _POW10
+        for r in rows:
+            whole, frac = r[a], r[a + 1]
+            k = len(frac)
+            n = int(whole + frac)  # the arrival in units of 10^-k s
+            at = n * pow10[20 - k]  # ... and in 10^-20 s, for the order check
+            if at < previous:
+                return False
+            previous = at
+            if k <= 3:
+                out.append(n * pow10[3 - k])
+            else:
+                d = pow10[k - 3]
+                out.append(n // d if n % d == 0 else n / d)
+        self.previous = previous
+        return True
 
 
-def _plain_timestamps(fields: list[tuple[str, ...]]) -> list[int | float] | None:
-    """Arrival ms of naive timestamps after the first row's (None if one is not a date or
-    goes back in time)."""
-    days: dict[tuple[str, str, str], int] = {}
-    out: list[int | float] = []
-    first: int | None = None
-    previous = 0
-    pow10 = _POW10
-    unit = pow10[9]  # 10^-12 s per ms / 10^-3
-    for y, mo, d, hh, mm, ss, frac in fields:
-        day = days.get((y, mo, d))
-        if day is None:
-            try:
-                day = datetime(int(y), int(mo), int(d)).toordinal() - _EPOCH_ORDINAL
-            except ValueError:
-                return None
-            days[(y, mo, d)] = day
-        h, m, s = int(hh), int(mm), int(ss)
-        if h > 23 or m > 59 or s > 59:
-            return None
-        at = (day * 86400 + h * 3600 + m * 60 + s) * pow10[12]
-        if frac:
-            at += int(frac) * pow10[12 - len(frac)]
-        if first is None:
-            first = at
-        at -= first
-        if at < previous:
-            return None
-        previous = at
-        out.append(at // unit if at % unit == 0 else at / unit)
-    return out
+class _PlainTimestamps:
+    """Arrival ms of naive timestamps after the first row's, row after row (refused if one is
+    not a date or goes back in time)."""
+
+    def __init__(self) -> None:
+        self.days: dict[tuple[str, str, str], int] = {}
+        self.first: int | None = None
+        self.previous = 0
+
+    def read(self, rows: list[tuple[str, ...]], a: int, out: list[int | float]) -> bool:
+        days = self.days
+        first = self.first
+        previous = self.previous
+        pow10 = _POW10
+        unit = pow10[9]  # 10^-12 s per ms / 10^-3
+        for r in rows:
+            y, mo, d, hh, mm, ss, frac = r[a : a + 7]
+            day = days.get((y, mo, d))
+            if day is None:
+                try:
+                    day = datetime(int(y), int(mo), int(d)).toordinal() - _EPOCH_ORDINAL
+                except ValueError:
+                    return False
+                days[(y, mo, d)] = day
+            h, m, s = int(hh), int(mm), int(ss)
+            if h > 23 or m > 59 or s > 59:
+                return False
+            at = (day * 86400 + h * 3600 + m * 60 + s) * pow10[12]
+            if frac:
+                at += int(frac) * pow10[12 - len(frac)]
+            if first is None:
+                first = at
+            at -= first
+            if at < previous:
+                return False
+            previous = at
+            out.append(at // unit if at % unit == 0 else at / unit)
+        self.first = first
+        self.previous = previous
+        return True

@@ -181,3 +181,27 @@ def test_cli_replay_report_is_the_same_either_way(tmp_path: Path, cli, monkeypat
     manifest = cli(*args)
     assert direct.code == manifest.code == 0, direct.err
     assert direct.out == manifest.out
+
+
+def test_rows_read_a_few_at_a_time_give_the_same_workload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The direct reader matches rows a chunk at a time; with chunks of a row or two the
+    workload is the same, and a row going back in time across a chunk boundary is still
+    declined (and refused, located, by the manifest path)."""
+    import cbaudit.sim.importers as importers
+
+    monkeypatch.setattr(importers, "_PLAIN_CHUNK", 12)
+    rows = [f"{i // 3}.{i:03d},{i + 1},{i % 4 + 1}" for i in range(40)]
+    _check_plain(_write(tmp_path, SPLITWISE + "\n" + "\n".join(rows) + "\n", "s.csv"))
+    stamps = [f"2024-01-0{1 + i // 20} 0{i % 10}:00:0{i % 6}.{i},3,4" for i in range(40)]
+    stamps.sort()
+    _check_plain(_write(tmp_path, AZURE + "\r\n" + "\r\n".join(stamps), "a.csv"))
+    back = _write(tmp_path, SPLITWISE + "\n" + "\n".join([*rows[:20], "0.5,1,1"]) + "\n", "b.csv")
+    assert read_plain_trace(back) is None
+    with pytest.raises(InputError) as exc:
+        load_workload(back)
+    assert (exc.value.findings[0].code, exc.value.findings[0].location.line) == (
+        "TRACE.UNSORTED",
+        22,
+    )
