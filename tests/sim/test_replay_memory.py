@@ -220,3 +220,44 @@ def test_the_contract_view_makes_the_records_the_manifest_json_makes() -> None:
         eager.budgets,
         eager.clock,
     )
+
+
+@pytest.mark.parametrize("scale", [None, 0.5, 3.0])
+def test_the_streamed_tbt_line_is_the_whole_line(scale: float | None) -> None:
+    """The samples file's tbt line written a pair at a time has the bytes of the line built
+    whole (values that round to one JSON number merged, the first one's form kept), for gaps
+    that collide after rounding, integral and not."""
+    import hashlib
+    import io
+    import json
+
+    from cbaudit.sim.metrics import json_number
+    from cbaudit.sim.replay_compare import _stream_tbt
+
+    def value(v: float | None) -> float | int | None:
+        assert v is not None
+        return json_number(v if scale is None else v * scale)
+
+    rng = random.Random(3)
+    gaps = [5.0, 4.9999999999, 5.0000000001, 0.1, 0.1 + 1e-12, 1 / 3, 2.0, 7.25]
+    gaps += [rng.uniform(0, 50) for _ in range(200)]
+    counts = SortedCounts.of({g: rng.randint(1, 5) for g in gaps})
+    whole: dict[float | int, int] = {}
+    for v, n in counts.items():  # (ascending: the order the dict saw them in)
+        key = value(v)
+        assert key is not None
+        whole[key] = whole.get(key, 0) + n
+    line = (
+        json.dumps(
+            {"tbt": [[v, whole[v]] for v in sorted(whole)]}, sort_keys=True, separators=(",", ":")
+        ).encode()
+        + b"\n"
+    )
+    out, digest = io.BytesIO(), hashlib.sha256()
+    _stream_tbt(out, digest, counts, value)
+    assert out.getvalue() == line
+    assert digest.hexdigest() == hashlib.sha256(line).hexdigest()
+    assert len(whole) < len(counts)  # (some gaps did merge)
+    out = io.BytesIO()
+    _stream_tbt(out, hashlib.sha256(), SortedCounts(), value)
+    assert out.getvalue() == b'{"tbt":[]}\n'
