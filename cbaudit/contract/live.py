@@ -145,6 +145,18 @@ class LiveContract:
         self._entry[r.idx] = self._seq
         heapq.heappush(self._heap, (self.key(r, phase), self._seq, r))
 
+    def forget(self, r: LiveRequest) -> None:
+        """`r` finished (or was rejected) for good: drop what was kept for it (its declared
+        keys, its declaration, its heap entry's sequence number), so the validator's memory is
+        that of the live requests, not of every request so far. A later read of its
+        declaration (`check_result` of the iteration it finished in) is not kept again."""
+        idx = r.idx
+        self._prefill_keys.pop(idx, None)
+        self._decode_keys.pop(idx, None)
+        self._rebuild_keys.pop(idx, None)
+        self._decls.pop(idx, None)
+        self._entry.pop(idx, None)
+
     def key(self, r: LiveRequest, phase: Phase) -> TieBreakKey:
         """The declared tie-break key of `r` doing `phase` work (the contract's rule)."""
         if phase is _DECODE:  # (an Enum hashes in Python: keep it out of the key)
@@ -168,7 +180,8 @@ class LiveContract:
         if idx in self._decls:
             return self._decls[idx]
         decl = self.workload.by_id.get(r.rid)
-        self._decls[idx] = decl
+        if not r.terminal:  # (a finished request's tables were dropped: `forget`)
+            self._decls[idx] = decl
         return decl
 
     # ------------------------------------------------------------------ the checks

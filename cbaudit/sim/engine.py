@@ -29,7 +29,6 @@ no global randomness).
 from __future__ import annotations
 
 import math
-from array import array
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from cbaudit.policies.base import (
 )
 from cbaudit.policies.budget import blocks_held
 from cbaudit.sim.records_io import UNSTATED_REASON, plan_json, result_json, state_json
+from cbaudit.sim.series import RunSeries, SortedCounts
 from cbaudit.sim.step import StepShape
 from cbaudit.sim.stretch import run_stretch
 from cbaudit.sim.workload import ClockUnit, Workload
@@ -67,6 +67,10 @@ _DECODE = Phase.DECODE_ROW
 _WAITING = Queue.WAITING
 _RUNNING = Queue.RUNNING
 _FINISHED = Queue.FINISHED
+# distinct TBT gaps counted in the engine's dict before they are folded into sorted arrays
+# (and at least half as many as were folded before: each fold copies those, so the copying
+# stays proportional to the gaps counted)
+_TBT_FOLD = 16384
 
 
 class Validation(StrEnum):
@@ -122,10 +126,11 @@ class ReplayRun:
     identity: PolicyIdentity
     requests: list[LiveRequest]
     stats: list[RequestStats]
-    # selected request generations and scheduled tokens per iteration (index i -> i+1)
-    rows_per_iteration: Sequence[int]
-    tokens_per_iteration: Sequence[int]
-    tbt_counts: dict[float, int]  # every gap between two output tokens -> how often
+    # selected request generations and scheduled tokens per iteration (index i -> i+1), as
+    # runs of equal values
+    rows_per_iteration: RunSeries
+    tokens_per_iteration: RunSeries
+    tbt_counts: Mapping[float, int]  # every gap between two output tokens -> how often
     findings: list[EngineFinding]
     iterations: int
     end_time: float
@@ -333,15 +338,14 @@ class Engine:
         )
 
     def _contract_manifest(self) -> WorkloadManifest:
-        """The contract's view of the workload, built one declaration at a time (no full JSON
-        copy of a large workload held at once)."""
-        from dataclasses import replace
+        """The contract's view of the workload, its declarations made on demand
+        (`cbaudit.sim.contract_view`: no second copy of a large workload)."""
+        from cbaudit.sim.contract_view import contract_manifest
 
-        from cbaudit.contract.records import RequestDecl
-
-        head = WorkloadManifest.from_json(self.workload.to_manifest(with_requests=False))
-        decls = tuple(RequestDecl.from_json(r) for r in self.workload.iter_request_json())
-        return replace(head, requests=decls)
+        index: dict[str, int] = {}
+        for r in self.reqs:
+            index.setdefault(r.rid, r.idx)
+        return contract_manifest(self.workload, index)
 
     def _ms_per_unit(self, workload: Workload) -> float:
         """Milliseconds per clock unit for the cost model's step times."""
@@ -384,10 +388,11 @@ class Engine:
         self.waiting: deque[LiveRequest] = deque()
         self.running: list[LiveRequest] = []
         self.stats = [RequestStats() for _ in self.reqs]
-        # selected request generations and tokens per iteration (4 bytes each, not an object)
-        self.rows: array[int] = array("i")
-        self.tokens_iter: array[int] = array("i")
+        # selected request generations and tokens per iteration, as runs of equal values
+        self.rows = RunSeries()
+        self.tokens_iter = RunSeries()
         self.tbt: dict[float, int] = {}  # TBT gaps as counts of distinct values
+        self._tbt_folded = SortedCounts()  # ... and those folded out of it (sorted arrays)
         self.findings: list[EngineFinding] = []
         self.service: dict[str, int] = {}  # completed semantic service per client
         self.now = 0.0
@@ -454,6 +459,9 @@ class Engine:
             self.publish(step)
             if self.stretches and self.stop is None:
                 run_stretch(self, step)
+            if len(self.tbt) > _TBT_FOLD and 2 * len(self.tbt) > len(self._tbt_folded):
+                self._tbt_folded = self._tbt_folded.merged(self.tbt)
+                self.tbt.clear()
 
     # ------------------------------------------------------------------ admit
 
@@ -672,6 +680,8 @@ class Engine:
             r.queue = _FINISHED
             self.stats[r.idx].finish_reason = "rejected"
             self.finished += 1
+            if self.live is not None:
+                self.live.forget(r)
         gone = {r.idx for r in rejected}
         kept = [r for r in self.waiting if r.idx not in gone]
         self.waiting.clear()
@@ -833,6 +843,9 @@ class Engine:
             st = self.stats[r.idx]
             st.finished = now
             st.finish_reason = why
+        if self.live is not None:
+            for r, _ in terminal:
+                self.live.forget(r)
         self.finished += len(terminal)
         self.running = [r for r in self.running if not r.terminal]
 
@@ -866,7 +879,7 @@ class Engine:
             stats=self.stats,
             rows_per_iteration=self.rows,
             tokens_per_iteration=self.tokens_iter,
-            tbt_counts=self.tbt,
+            tbt_counts=self._tbt_folded.merged(self.tbt) if self._tbt_folded else self.tbt,
             findings=self.findings,
             iterations=self.iteration,
             end_time=self.now,
