@@ -84,9 +84,12 @@ class LivePlan(Protocol):
     def sequences_used(self) -> int: ...
 
 
-_Published = tuple[Phase, int, int]  # a selected request's derived phase, e and c at the cut
+# a selected request's derived phase, e and c at the cut, and whether it was the common item:
+# one decode row of a ready request in the running queue (`_check_items`)
+_Published = tuple[Phase, int, int, bool]
 _PREFILL = Phase.PREFILL_CHUNK
 _DECODE = Phase.DECODE_ROW
+_RUNNING = Queue.RUNNING
 
 
 class LiveContract:
@@ -112,6 +115,7 @@ class LiveContract:
         self._unstated = unstated_reason
         self._queues = frozenset(published)
         self._waiting = self._queues & {Queue.WAITING}
+        self._running_published = Queue.RUNNING in self._queues
         tie_break = workload.policy.tie_break
         self._key_fields = tie_break.key
         self._phase_order = tie_break.phase_order
@@ -196,9 +200,7 @@ class LiveContract:
                     f" but the state is version {state_version}",
                 )
             )
-        seen, tokens, keys, worst = self._check_items(out, plan, state_version)
-        if len(keys) > 1:
-            out.extend(order_issues(keys))
+        seen, tokens, _, worst = self._check_items(out, plan, state_version)
         self._check_budgets(out, plan, tokens, len(seen))
         explained = self._check_not_selected(out, plan, seen, state_version)
         if worst is not None:
@@ -225,28 +227,64 @@ class LiveContract:
         """Each selected item against its request's published view. Returns the selected
         request indices, the tokens they use, the (index, declared key) of every item with
         legal work and the largest such key; records each item's phase and frontiers for
-        `check_result`."""
+        `check_result`, and appends PLAN.TIE_BREAK.ORDER issues when the keys descend.
+
+        The common item, one decode row of a ready running request at its frontier, bound to
+        its current snapshot and annotated DECODE_ROW, is recognised inline: for it
+        `work_item_issues` finds nothing (each of its conditions is tested here), so only
+        the declared key is compared. Any other item, or one that differs in any of those
+        fields, goes through the full kernel and gets its issues, in the same order."""
         queues = self._queues
+        running_published = self._running_published
+        decode_keys = self._decode_keys
         seen: set[int] = set()
         tokens = 0
         keys: list[tuple[int, TieBreakKey]] = []
         worst: TieBreakKey | None = None
+        ordered = True
         published = self._published = []
         for i, item in enumerate(plan.items):
             r = item.req
-            rid = r.rid
+            idx = r.idx
             start = item.start
+            if (
+                item.phase is _DECODE
+                and item.end == start + 1
+                and r.c == start
+                and r.queue is _RUNNING
+                and running_published
+                and r.ready
+                and not r.terminal
+                and item.snapshot == r.snapshot
+                and idx not in seen
+            ):
+                e = r.e
+                if e >= 1 and start == r.p + e - 1:  # derive_phase: an ordinary decode
+                    seen.add(idx)
+                    tokens += 1
+                    published.append((_DECODE, e, start, True))
+                    hit = decode_keys.get(idx)
+                    key = hit[1] if hit is not None and hit[0] == r.gen else self.key(r, _DECODE)
+                    if item.key != key:
+                        out.append(forged_key_issue(i, r.rid, tuple(item.key), key))
+                    keys.append((i, key))
+                    if worst is None or key >= worst:
+                        worst = key
+                    else:
+                        ordered = False
+                    continue
+            rid = r.rid
             end = item.end
-            if r.idx in seen:
+            if idx in seen:
                 out.append(duplicate_issue(i, rid))
-            seen.add(r.idx)
+            seen.add(idx)
             if end > start:
                 tokens += end - start
             else:
                 out.append(empty_issue(i, rid, start, end))
             if r.queue not in queues:
                 out.append(unknown_issue(i, rid, state_version))
-                published.append((_PREFILL, -1, -1))
+                published.append((_PREFILL, -1, -1, False))
                 continue
             e = r.e
             c = r.c
@@ -269,15 +307,19 @@ class LiveContract:
                 c,
             )
             if phase is None:
-                published.append((_PREFILL, -1, -1))
+                published.append((_PREFILL, -1, -1, False))
                 continue
-            published.append((phase, e, c))
+            published.append((phase, e, c, False))
             key = self.key(r, phase)
             if item.key != key:
                 out.append(forged_key_issue(i, rid, tuple(item.key), key))
             keys.append((i, key))
-            if worst is None or key > worst:
+            if worst is None or key >= worst:
                 worst = key
+            else:
+                ordered = False
+        if not ordered:  # some key is below an earlier one: an adjacent pair descends
+            out.extend(order_issues(keys))
         return seen, tokens, keys, worst
 
     def _check_budgets(self, out: list[Issue], plan: LivePlan, tokens: int, seqs: int) -> None:
@@ -419,21 +461,43 @@ class LiveContract:
         """`check_result` for the plan last checked: `done` holds (item, emitted before,
         computed before) for every executed item, read after execution for the after side.
 
-        Executing an item changes its request's view, so each is also `touch`ed.
+        Executing an item changes its request's view, so each is also `touch`ed, except the
+        common item (`_check_items`) whose result is exactly the decode advance: the engine
+        moved it from (e, c) to (e + 1, c + 1), within its declared output cap. Its view was
+        valid at the cut (checked there, or unchanged since it was), and the state rules hold
+        again at (e + 1, c + 1): the frontiers derive an ordinary decode, the output stays
+        within the cap, no rebuild floor is published once e >= 1, and the fields the rules
+        read besides e and c (prompt, generation, queue, readiness, terminal) are ones the
+        execution of a decode row does not write. The engine touches a view whenever it
+        writes one of those (`touch`, `enter_waiting`). Re-running the rules on it could find
+        nothing, so it is not re-run (docs/replay.md, "Work proportional to change").
         """
         out: list[Issue] = []
         decls = self._decls
         touched = self._touched
-        for j, ((item, e0, c0), (phase, e, c)) in enumerate(
+        for j, ((item, e0, c0), (phase, e, c, common)) in enumerate(
             zip(done, self._published, strict=True)
         ):
             r = item.req
-            touched[r.idx] = r
-            decl = decls[r.idx] if r.idx in decls else self._decl(r)
+            idx = r.idx
+            decl = decls[idx] if idx in decls else self._decl(r)
             start = item.start
             end = item.end
             ae = r.e
             ac = r.c
+            if (
+                common
+                and e0 == e
+                and c0 == c
+                and start == c
+                and end == c + 1
+                and ac == end
+                and ae == e + 1
+                and decl is not None
+                and ae <= decl.max_output_tokens
+            ):
+                continue  # progress_issues finds nothing: each of its rules holds here
+            touched[idx] = r
             progress_issues(
                 out,
                 j,
