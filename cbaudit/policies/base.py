@@ -159,9 +159,13 @@ class PlanBuilder:
             return Reason.DEFERRED_KV_BUDGET
         return None
 
-    def take(self, req: LiveRequest, n: int, *, admit: bool = False) -> Reason | None:
+    def take(
+        self, req: LiveRequest, n: int, need: int = -1, *, admit: bool = False
+    ) -> Reason | None:
         """Select [c, c+n) for `req` if every budget allows; else return the refusing reason
-        (`refusal`'s answer; the blocks it needs are computed once for both).
+        (`refusal`'s answer; the blocks it needs are computed once for both). `need`: the
+        blocks `kv_needed(req, n)` gives, when the caller has them already (-1: computed
+        here).
 
         Admitting a request that holds no state slot also needs one from a hybrid model's
         state pool (`DEFERRED_STATE_POOL` when none is left)."""
@@ -184,9 +188,11 @@ class PlanBuilder:
         if self.seqs_left <= 0:
             return Reason.DEFERRED_SEQUENCE_BUDGET
         free = self.free_blocks
-        need = 0
-        if free is not None:
-            need = self.kv_needed(req, n)
+        if free is None:
+            need = 0
+        else:
+            if need < 0:
+                need = self.kv_needed(req, n)
             if need > free:
                 return Reason.DEFERRED_KV_BUDGET
         self._add(req, n, admit, need)
@@ -208,8 +214,9 @@ class PlanBuilder:
         self._chosen[req.idx] = item
         self.tokens_left -= n
         self.seqs_left -= 1
-        if self.free_blocks is not None:
-            self.free_blocks -= need
+        free = self.free_blocks
+        if free is not None:
+            self.free_blocks = free - need
             self._blocks_used += need
         if admit:
             self.admitted.append(req)
