@@ -84,12 +84,13 @@ class LivePlan(Protocol):
     def sequences_used(self) -> int: ...
 
 
-# a selected request's derived phase, e and c at the cut, and whether it was the common item:
-# one decode row of a ready request in the running queue (`_check_items`)
+# a selected request's derived phase, e and c at the cut, and whether it was a common item
+# (legal work of a ready request at its frontier, `_check_items`)
 _Published = tuple[Phase, int, int, bool]
 _PREFILL = Phase.PREFILL_CHUNK
 _DECODE = Phase.DECODE_ROW
-_RUNNING = Queue.RUNNING
+_REBUILD = Phase.RECOMPUTE_CHUNK
+_FINISHED = Queue.FINISHED
 
 
 class LiveContract:
@@ -115,7 +116,6 @@ class LiveContract:
         self._unstated = unstated_reason
         self._queues = frozenset(published)
         self._waiting = self._queues & {Queue.WAITING}
-        self._running_published = Queue.RUNNING in self._queues
         tie_break = workload.policy.tie_break
         self._key_fields = tie_break.key
         self._phase_order = tie_break.phase_order
@@ -229,14 +229,14 @@ class LiveContract:
         legal work and the largest such key; records each item's phase and frontiers for
         `check_result`, and appends PLAN.TIE_BREAK.ORDER issues when the keys descend.
 
-        The common item, one decode row of a ready running request at its frontier, bound to
-        its current snapshot and annotated DECODE_ROW, is recognised inline: for it
+        The common item, legal work of a ready request at its frontier, bound to its current
+        snapshot and annotated with its derived phase, is recognised inline: for it
         `work_item_issues` finds nothing (each of its conditions is tested here), so only
         the declared key is compared. Any other item, or one that differs in any of those
         fields, goes through the full kernel and gets its issues, in the same order."""
         queues = self._queues
-        running_published = self._running_published
         decode_keys = self._decode_keys
+        prefill_keys = self._prefill_keys
         seen: set[int] = set()
         tokens = 0
         keys: list[tuple[int, TieBreakKey]] = []
@@ -247,24 +247,35 @@ class LiveContract:
             r = item.req
             idx = r.idx
             start = item.start
+            end = item.end
             if (
-                item.phase is _DECODE
-                and item.end == start + 1
-                and r.c == start
-                and r.queue is _RUNNING
-                and running_published
+                r.c == start < end
                 and r.ready
                 and not r.terminal
                 and item.snapshot == r.snapshot
                 and idx not in seen
+                and r.queue in queues
             ):
+                # derive_phase and the interval rules of that phase, inline
                 e = r.e
-                if e >= 1 and start == r.p + e - 1:  # derive_phase: an ordinary decode
+                annotated = item.phase
+                if e == 0:
+                    legal = annotated is _PREFILL and end <= r.p
+                    table = prefill_keys
+                else:
+                    last = r.p + e - 1
+                    if start == last:
+                        legal = annotated is _DECODE and end == start + 1
+                        table = decode_keys
+                    else:
+                        legal = start < last and annotated is _REBUILD and end <= last + 1
+                        table = self._rebuild_keys
+                if legal:
                     seen.add(idx)
-                    tokens += 1
-                    published.append((_DECODE, e, start, True))
-                    hit = decode_keys.get(idx)
-                    key = hit[1] if hit is not None and hit[0] == r.gen else self.key(r, _DECODE)
+                    tokens += end - start
+                    published.append((annotated, e, start, True))
+                    hit = table.get(idx)
+                    key = hit[1] if hit is not None and hit[0] == r.gen else self.key(r, annotated)
                     if item.key != key:
                         out.append(forged_key_issue(i, r.rid, tuple(item.key), key))
                     keys.append((i, key))
@@ -274,7 +285,6 @@ class LiveContract:
                         ordered = False
                     continue
             rid = r.rid
-            end = item.end
             if idx in seen:
                 out.append(duplicate_issue(i, rid))
             seen.add(idx)
@@ -387,12 +397,29 @@ class LiveContract:
     ) -> None:
         """State rules of the changed views that are still in the cut, in cut order."""
         queues = self._queues
+        decls = self._decls
         found: list[LiveRequest] = []
         probe: list[Issue] = []
         for r in touched:
             queue = r.queue
             if queue is None or queue not in queues:
                 continue  # left the cut (finished, rejected): no longer published
+            # the common view, a ready live request whose fields pass every rule, inline:
+            # `view_issues` would find nothing (each of its conditions is tested here)
+            idx = r.idx
+            decl = decls[idx] if idx in decls else self._decl(r)
+            if decl is not None and r.ready and not r.terminal and queue is not _FINISHED:
+                p = r.p
+                e = r.e
+                c = r.c
+                if (
+                    p == decl.prompt_tokens
+                    and e <= decl.max_output_tokens
+                    and r.gen >= decl.request_generation
+                    and (c < p if e == 0 else c <= p + e - 1)  # derive_phase finds work
+                    and (e != 0 or r.floor <= 0 or r.floor <= p)  # no floor, or within p
+                ):
+                    continue
             self._view(probe, r, queue, 0)
             if probe:
                 found.append(r)
@@ -461,16 +488,13 @@ class LiveContract:
         """`check_result` for the plan last checked: `done` holds (item, emitted before,
         computed before) for every executed item, read after execution for the after side.
 
-        Executing an item changes its request's view, so each is also `touch`ed, except the
-        common item (`_check_items`) whose result is exactly the decode advance: the engine
-        moved it from (e, c) to (e + 1, c + 1), within its declared output cap. Its view was
-        valid at the cut (checked there, or unchanged since it was), and the state rules hold
-        again at (e + 1, c + 1): the frontiers derive an ordinary decode, the output stays
-        within the cap, no rebuild floor is published once e >= 1, and the fields the rules
-        read besides e and c (prompt, generation, queue, readiness, terminal) are ones the
-        execution of a decode row does not write. The engine touches a view whenever it
-        writes one of those (`touch`, `enter_waiting`). Re-running the rules on it could find
-        nothing, so it is not re-run (docs/replay.md, "Work proportional to change").
+        Executing an item changes its request's view, so each is also `touch`ed. A common
+        item (`_check_items`) whose result is exactly what the contract's output clock gives
+        (before = the cut's (e, c), c after = the interval's end, e after = e plus one when
+        the interval reached the logical stream: a decode row, a prompt completed, a rebuild
+        reaching p + e; within the declared output cap) is recognised inline: for it
+        `progress_issues` finds nothing, each of its rules being tested here. Any other item
+        goes through the kernel.
         """
         out: list[Issue] = []
         decls = self._decls
@@ -481,6 +505,7 @@ class LiveContract:
             r = item.req
             idx = r.idx
             decl = decls[idx] if idx in decls else self._decl(r)
+            touched[idx] = r
             start = item.start
             end = item.end
             ae = r.e
@@ -489,15 +514,14 @@ class LiveContract:
                 common
                 and e0 == e
                 and c0 == c
-                and start == c
-                and end == c + 1
                 and ac == end
-                and ae == e + 1
                 and decl is not None
                 and ae <= decl.max_output_tokens
             ):
-                continue  # progress_issues finds nothing: each of its rules holds here
-            touched[idx] = r
+                # the output clock: one token when the interval reaches the logical stream
+                reached = phase is _DECODE or end == (r.p if phase is _PREFILL else r.p + e)
+                if ae == e + reached:
+                    continue
             progress_issues(
                 out,
                 j,

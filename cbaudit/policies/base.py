@@ -188,14 +188,24 @@ class PlanBuilder:
         if self.seqs_left <= 0:
             return Reason.DEFERRED_SEQUENCE_BUDGET
         free = self.free_blocks
-        if free is None:
-            need = 0
-        else:
+        if free is not None:
             if need < 0:
                 need = self.kv_needed(req, n)
             if need > free:
                 return Reason.DEFERRED_KV_BUDGET
-        self._add(req, n, admit, need)
+            self.free_blocks = free - need
+            self._blocks_used += need
+        # `_add`, inline (a policy takes every selected interval through here)
+        start = req.c
+        end = start + n
+        phase = req.phase_of(end)
+        item = PlanItem(req, start, end, phase, self.key_fn(req, phase))
+        self.items.append(item)
+        self._chosen[req.idx] = item
+        self.tokens_left -= n
+        self.seqs_left -= 1
+        if admit:
+            self.admitted.append(req)
         return None
 
     def select(self, req: LiveRequest, n: int, *, admit: bool = False) -> PlanItem:
