@@ -268,7 +268,8 @@ class LiveContract:
                         legal = annotated is _DECODE and end == start + 1
                         table = decode_keys
                     else:
-                        legal = start < last and annotated is _REBUILD and end <= last + 1
+                        # start < end <= p + e and start != last: a rebuild (start < last)
+                        legal = annotated is _REBUILD and end <= last + 1
                         table = self._rebuild_keys
                 if legal:
                     seen.add(idx)
