@@ -78,7 +78,7 @@ class PlanItem:
         return self.end - self.start
 
 
-@dataclass
+@dataclass(slots=True)
 class Plan:
     """A policy's decision for one cut (engine-internal form of an IterationPlan)."""
 
@@ -271,16 +271,16 @@ class PlanBuilder:
     def build(self) -> Plan:
         items = sorted(self.items, key=_ITEM_KEY)
         tokens = sum([it.end - it.start for it in items])
-        return Plan(
-            state_version=self.view.state_version,
-            items=items,
-            not_selected=self.not_selected,
-            preempted=self.preempted,
-            admitted=self.admitted,
-            tokens_used=tokens,
-            sequences_used=len(items),
-            blocks_used=self._blocks_used,
-            rejected=self.rejected,
+        return Plan(  # (state_version, items, not_selected, preempted, admitted,
+            self.view.state_version,  # tokens_used, sequences_used, blocks_used, rejected)
+            items,
+            self.not_selected,
+            self.preempted,
+            self.admitted,
+            tokens,
+            len(items),
+            self._blocks_used,
+            self.rejected,
         )
 
 

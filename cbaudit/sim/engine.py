@@ -702,56 +702,66 @@ class Engine:
         realized = self.realized
         bs = self.budgets.kv_block_size
         free = self.free
+        paged = bs is not None and free is not None
+        size = bs if bs is not None else 1
+        left = free if free is not None else 0  # the pool, when paged
         done: list[tuple[PlanItem, int, int]] | None = [] if self._keep_done else None
         terminal: list[tuple[LiveRequest, str]] = []
         n_tokens = 0
         progressed = False
         for item in plan.items:
             r = item.req
+            lo = item.start
+            hi = item.end
             e0 = r.e
             if done is not None:
                 done.append((item, e0, r.c))
-            st = stats[r.idx]
+            idx = r.idx
+            st = stats[idx]
             if st.first_scheduled is None:
                 st.first_scheduled = start
                 st.first_scheduled_iteration = iteration
-            width = item.end - item.start
+            width = hi - lo
             n_tokens += width
             st.scheduled_tokens += width
             st.served_iterations += 1
             rb = r.floor
-            if rb > item.start:
-                st.recompute_tokens += min(item.end, rb) - item.start
-            r.c = item.end
-            if bs is not None and free is not None:
-                held = -(-r.c // bs)
-                free -= held - r.blocks
+            if rb > lo:
+                st.recompute_tokens += min(hi, rb) - lo
+            r.c = hi
+            if paged:
+                held = -(-hi // size)
+                left -= held - r.blocks
                 r.blocks = held
             r.last_served = iteration
             r.snapshot += 1
-            if item.end > (r.floor if e0 == 0 else r.p + e0 - 1):
+            p = r.p
+            if not progressed and hi > (rb if e0 == 0 else p + e0 - 1):
                 progressed = True  # a semantic row: new prompt rows or the next token
-            if r.client is not None:  # semantic service only: rebuild rows are overhead
-                service[r.client] = service.get(r.client, 0) + semantic_rows(
-                    r.p, e0, item.start, item.end, r.floor if e0 == 0 else 0
+            client = r.client
+            if client is not None:  # semantic service only: rebuild rows are overhead
+                service[client] = service.get(client, 0) + semantic_rows(
+                    p, e0, lo, hi, rb if e0 == 0 else 0
                 )
-            if item.end == r.p + e0:
-                r.e = e0 + 1
+            if hi == p + e0:
+                e = r.e = e0 + 1
+                last = st.last_token
                 if st.first_token is None:
                     st.first_token = now
                 else:
-                    gap_t = now - (st.last_token or 0.0)
+                    gap_t = now - (last or 0.0)
                     tbt[gap_t] = tbt.get(gap_t, 0) + 1
                     st.tbt_count += 1
                     if gap_t > st.tbt_max:
                         st.tbt_max = gap_t
                 st.last_token = now
                 r.last_emit = now
-                if r.e >= realized[r.idx]:
+                if e >= realized[idx]:
                     terminal.append((r, "eos"))
-                elif r.e >= r.max_out:
+                elif e >= r.max_out:
                     terminal.append((r, "max_output_tokens"))
-        self.free = free
+        if paged:
+            self.free = left
         return Executed(plan, start, done, terminal, n_tokens, progressed)
 
     def wait(self, plan: Plan) -> None:
