@@ -97,37 +97,46 @@ KeyFn = Callable[[LiveRequest, Phase], tuple[Any, ...]]
 _ITEM_KEY = attrgetter("key")
 
 
-@dataclass
 class PlanBuilder:
     """Collects a plan while enforcing the sequence, token and KV budgets."""
 
-    view: StateView
-    key_fn: KeyFn
-    tokens_left: int = field(init=False)
-    seqs_left: int = field(init=False)
-    free_blocks: int | None = field(init=False)
-    items: list[PlanItem] = field(default_factory=list)
-    not_selected: list[tuple[LiveRequest, str]] = field(default_factory=list)
-    preempted: list[LiveRequest] = field(default_factory=list)
-    admitted: list[LiveRequest] = field(default_factory=list)
-    rejected: list[LiveRequest] = field(default_factory=list)
-    _chosen: dict[int, PlanItem] = field(default_factory=dict)
-    _blocks_used: int = 0
-    _bs: int | None = field(init=False)
-    # a hybrid model's state pool (cbaudit.sim.state_pool.StatePool) and its slots left
-    _state_pool: Any = field(init=False, default=None)
-    state_slots_left: int | None = field(init=False, default=None)
+    __slots__ = (
+        "_blocks_used",
+        "_bs",
+        "_chosen",
+        "_state_pool",
+        "admitted",
+        "free_blocks",
+        "items",
+        "key_fn",
+        "not_selected",
+        "preempted",
+        "rejected",
+        "seqs_left",
+        "state_slots_left",
+        "tokens_left",
+        "view",
+    )
 
-    def __post_init__(self) -> None:
-        b = self.view.budgets
-        self.tokens_left = b.token_budget
-        self.seqs_left = b.sequence_budget
-        self.free_blocks = self.view.free_blocks
-        self._bs = b.kv_block_size
-        pool = getattr(self.view, "state_pool", None)
-        if pool is not None:
-            self._state_pool = pool
-            self.state_slots_left = pool.free
+    def __init__(self, view: StateView, key_fn: KeyFn) -> None:
+        self.view = view
+        self.key_fn = key_fn
+        b = view.budgets
+        self.tokens_left: int = b.token_budget
+        self.seqs_left: int = b.sequence_budget
+        self.free_blocks: int | None = view.free_blocks
+        self.items: list[PlanItem] = []
+        self.not_selected: list[tuple[LiveRequest, str]] = []
+        self.preempted: list[LiveRequest] = []
+        self.admitted: list[LiveRequest] = []
+        self.rejected: list[LiveRequest] = []
+        self._chosen: dict[int, PlanItem] = {}
+        self._blocks_used = 0
+        self._bs: int | None = b.kv_block_size
+        # a hybrid model's state pool (cbaudit.sim.state_pool.StatePool) and its slots left
+        pool = getattr(view, "state_pool", None)
+        self._state_pool: Any = pool
+        self.state_slots_left: int | None = pool.free if pool is not None else None
 
     @property
     def block_size(self) -> int | None:

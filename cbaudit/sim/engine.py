@@ -596,7 +596,7 @@ class Engine:
     def _kv_overcommit(self, plan: Plan, free: int) -> EngineFinding | None:
         """The plan's K/V blocks against the `free` pool plus what its preemptions release
         (None: it fits)."""
-        released = sum(v.blocks for v in plan.preempted)
+        released = sum([v.blocks for v in plan.preempted]) if plan.preempted else 0
         if plan.blocks_used <= free + released:
             return None
         return EngineFinding(
