@@ -316,6 +316,12 @@ class Engine:
             and preemption is None
             and state_pool is None
         )
+        # the cost model's totals form (`_model_ms`), else None
+        self._totals: Callable[[int, int, int], float] | None = (
+            getattr(cost, "totals_step_ms")  # noqa: B009 (not part of the StepCost protocol)
+            if callable(getattr(type(cost), "totals_step_ms", None))
+            else None
+        )
         self.stretch_count = 0  # stretches taken (for tests and benchmarks)
         self.stretch_iterations = 0
 
@@ -684,12 +690,41 @@ class Engine:
         elif not plan.items:
             dt = 0.0  # a step that only preempted ran no model work
         else:
-            dt = self.cost.step_time_ms(step_shape(plan.items)) / self.ms_per_unit
+            dt = self._model_ms(plan.items) / self.ms_per_unit
         if self.preemption is not None:  # swap transfers: charged under a ms clock only
             swap_ms = self.preemption.take_pending_ms()
             if not self.slot_clock:
                 dt += swap_ms / self.ms_per_unit
         return dt
+
+    def _model_ms(self, items: Sequence[PlanItem]) -> float:
+        """The cost model's time for a step of `items` (at least one). A cost model with the
+        totals form (`totals_step_ms`, looked up on its class: a wrapper that delegates to an
+        inner model must not hand out the inner model's) gets the step's totals, summed here
+        as `StepShape` sums them; any other, or a step whose shape `StepShape` would refuse,
+        gets the shape."""
+        totals = self._totals
+        if totals is not None:
+            tokens = history = pairs = 0
+            for item in items:
+                lo = item.start
+                hi = item.end
+                if item.phase is _DECODE:
+                    if hi < 1:
+                        break  # StepShape refuses it: let it say so
+                    tokens += 1
+                    history += hi - 1  # a decode row at c attends to c + 1 = end keys
+                    pairs += hi
+                else:
+                    width = hi - lo
+                    if lo < 0 or width <= 0:
+                        break
+                    tokens += width
+                    history += lo
+                    pairs += width * lo + width * (width + 1) // 2
+            else:
+                return totals(tokens, history, pairs)
+        return self.cost.step_time_ms(step_shape(items))
 
     def _serve(self, plan: Plan, start: float) -> Executed:
         """Run every selected interval: frontiers and K/V advance, outputs are emitted, and
