@@ -200,7 +200,7 @@ class LiveContract:
                     f" but the state is version {state_version}",
                 )
             )
-        seen, tokens, _, worst = self._check_items(out, plan, state_version)
+        seen, tokens, worst = self._check_items(out, plan, state_version)
         self._check_budgets(out, plan, tokens, len(seen))
         explained = self._check_not_selected(out, plan, seen, state_version)
         if worst is not None:
@@ -223,11 +223,11 @@ class LiveContract:
 
     def _check_items(
         self, out: list[Issue], plan: LivePlan, state_version: int
-    ) -> tuple[set[int], int, list[tuple[int, TieBreakKey]], TieBreakKey | None]:
+    ) -> tuple[set[int], int, TieBreakKey | None]:
         """Each selected item against its request's published view. Returns the selected
-        request indices, the tokens they use, the (index, declared key) of every item with
-        legal work and the largest such key; records each item's phase and frontiers for
-        `check_result`, and appends PLAN.TIE_BREAK.ORDER issues when the keys descend.
+        request indices, the tokens they use and the largest declared key of the items with
+        legal work; records each item's phase and frontiers for `check_result`, and appends
+        PLAN.TIE_BREAK.ORDER issues when the keys descend.
 
         The common item, legal work of a ready request at its frontier, bound to its current
         snapshot and annotated with its derived phase, is recognised inline: for it
@@ -239,7 +239,6 @@ class LiveContract:
         prefill_keys = self._prefill_keys
         seen: set[int] = set()
         tokens = 0
-        keys: list[tuple[int, TieBreakKey]] = []
         worst: TieBreakKey | None = None
         ordered = True
         published = self._published = []
@@ -279,7 +278,6 @@ class LiveContract:
                     key = hit[1] if hit is not None and hit[0] == r.gen else self.key(r, annotated)
                     if item.key != key:
                         out.append(forged_key_issue(i, r.rid, tuple(item.key), key))
-                    keys.append((i, key))
                     if worst is None or key >= worst:
                         worst = key
                     else:
@@ -324,14 +322,21 @@ class LiveContract:
             key = self.key(r, phase)
             if item.key != key:
                 out.append(forged_key_issue(i, rid, tuple(item.key), key))
-            keys.append((i, key))
             if worst is None or key >= worst:
                 worst = key
             else:
                 ordered = False
         if not ordered:  # some key is below an earlier one: an adjacent pair descends
+            # the (index, key) of every item with legal work (a published phase), in order
+            keys = [
+                (i, self.key(item.req, phase))
+                for i, (item, (phase, e, _, _)) in enumerate(
+                    zip(plan.items, published, strict=True)
+                )
+                if e >= 0
+            ]
             out.extend(order_issues(keys))
-        return seen, tokens, keys, worst
+        return seen, tokens, worst
 
     def _check_budgets(self, out: list[Issue], plan: LivePlan, tokens: int, seqs: int) -> None:
         """The selected tokens and sequences against the budgets, and the plan's ledger."""
