@@ -321,6 +321,12 @@ class Engine:
             and preemption is None
             and state_pool is None
         )
+        # the cost model's totals form (`_model_ms`), else None
+        self._totals: Callable[[int, int, int], float] | None = (
+            getattr(cost, "totals_step_ms")  # noqa: B009 (not part of the StepCost protocol)
+            if callable(getattr(type(cost), "totals_step_ms", None))
+            else None
+        )
         self.stretch_count = 0  # stretches taken (for tests and benchmarks)
         self.stretch_iterations = 0
 
@@ -604,7 +610,7 @@ class Engine:
     def _kv_overcommit(self, plan: Plan, free: int) -> EngineFinding | None:
         """The plan's K/V blocks against the `free` pool plus what its preemptions release
         (None: it fits)."""
-        released = sum(v.blocks for v in plan.preempted)
+        released = sum([v.blocks for v in plan.preempted]) if plan.preempted else 0
         if plan.blocks_used <= free + released:
             return None
         return EngineFinding(
@@ -694,12 +700,41 @@ class Engine:
         elif not plan.items:
             dt = 0.0  # a step that only preempted ran no model work
         else:
-            dt = self.cost.step_time_ms(step_shape(plan.items)) / self.ms_per_unit
+            dt = self._model_ms(plan.items) / self.ms_per_unit
         if self.preemption is not None:  # swap transfers: charged under a ms clock only
             swap_ms = self.preemption.take_pending_ms()
             if not self.slot_clock:
                 dt += swap_ms / self.ms_per_unit
         return dt
+
+    def _model_ms(self, items: Sequence[PlanItem]) -> float:
+        """The cost model's time for a step of `items` (at least one). A cost model with the
+        totals form (`totals_step_ms`, looked up on its class: a wrapper that delegates to an
+        inner model must not hand out the inner model's) gets the step's totals, summed here
+        as `StepShape` sums them; any other, or a step whose shape `StepShape` would refuse,
+        gets the shape."""
+        totals = self._totals
+        if totals is not None:
+            tokens = history = pairs = 0
+            for item in items:
+                lo = item.start
+                hi = item.end
+                if item.phase is _DECODE:
+                    if hi < 1:
+                        break  # StepShape refuses it: let it say so
+                    tokens += 1
+                    history += hi - 1  # a decode row at c attends to c + 1 = end keys
+                    pairs += hi
+                else:
+                    width = hi - lo
+                    if lo < 0 or width <= 0:
+                        break
+                    tokens += width
+                    history += lo
+                    pairs += width * lo + width * (width + 1) // 2
+            else:
+                return totals(tokens, history, pairs)
+        return self.cost.step_time_ms(step_shape(items))
 
     def _serve(self, plan: Plan, start: float) -> Executed:
         """Run every selected interval: frontiers and K/V advance, outputs are emitted, and
@@ -712,56 +747,66 @@ class Engine:
         realized = self.realized
         bs = self.budgets.kv_block_size
         free = self.free
+        paged = bs is not None and free is not None
+        size = bs if bs is not None else 1
+        left = free if free is not None else 0  # the pool, when paged
         done: list[tuple[PlanItem, int, int]] | None = [] if self._keep_done else None
         terminal: list[tuple[LiveRequest, str]] = []
         n_tokens = 0
         progressed = False
         for item in plan.items:
             r = item.req
+            lo = item.start
+            hi = item.end
             e0 = r.e
             if done is not None:
                 done.append((item, e0, r.c))
-            st = stats[r.idx]
+            idx = r.idx
+            st = stats[idx]
             if st.first_scheduled is None:
                 st.first_scheduled = start
                 st.first_scheduled_iteration = iteration
-            width = item.end - item.start
+            width = hi - lo
             n_tokens += width
             st.scheduled_tokens += width
             st.served_iterations += 1
             rb = r.floor
-            if rb > item.start:
-                st.recompute_tokens += min(item.end, rb) - item.start
-            r.c = item.end
-            if bs is not None and free is not None:
-                held = -(-r.c // bs)
-                free -= held - r.blocks
+            if rb > lo:
+                st.recompute_tokens += min(hi, rb) - lo
+            r.c = hi
+            if paged:
+                held = -(-hi // size)
+                left -= held - r.blocks
                 r.blocks = held
             r.last_served = iteration
             r.snapshot += 1
-            if item.end > (r.floor if e0 == 0 else r.p + e0 - 1):
+            p = r.p
+            if not progressed and hi > (rb if e0 == 0 else p + e0 - 1):
                 progressed = True  # a semantic row: new prompt rows or the next token
-            if r.client is not None:  # semantic service only: rebuild rows are overhead
-                service[r.client] = service.get(r.client, 0) + semantic_rows(
-                    r.p, e0, item.start, item.end, r.floor if e0 == 0 else 0
+            client = r.client
+            if client is not None:  # semantic service only: rebuild rows are overhead
+                service[client] = service.get(client, 0) + semantic_rows(
+                    p, e0, lo, hi, rb if e0 == 0 else 0
                 )
-            if item.end == r.p + e0:
-                r.e = e0 + 1
+            if hi == p + e0:
+                e = r.e = e0 + 1
+                last = st.last_token
                 if st.first_token is None:
                     st.first_token = now
                 else:
-                    gap_t = now - (st.last_token or 0.0)
+                    gap_t = now - (last or 0.0)
                     tbt[gap_t] = tbt.get(gap_t, 0) + 1
                     st.tbt_count += 1
                     if gap_t > st.tbt_max:
                         st.tbt_max = gap_t
                 st.last_token = now
                 r.last_emit = now
-                if r.e >= realized[r.idx]:
+                if e >= realized[idx]:
                     terminal.append((r, "eos"))
-                elif r.e >= r.max_out:
+                elif e >= r.max_out:
                     terminal.append((r, "max_output_tokens"))
-        self.free = free
+        if paged:
+            self.free = left
         return Executed(plan, start, done, terminal, n_tokens, progressed)
 
     def wait(self, plan: Plan) -> None:
