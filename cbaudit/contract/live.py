@@ -84,9 +84,13 @@ class LivePlan(Protocol):
     def sequences_used(self) -> int: ...
 
 
-_Published = tuple[Phase, int, int]  # a selected request's derived phase, e and c at the cut
+# a selected request's derived phase, e and c at the cut, and whether it was a common item
+# (legal work of a ready request at its frontier, `_check_items`)
+_Published = tuple[Phase, int, int, bool]
 _PREFILL = Phase.PREFILL_CHUNK
 _DECODE = Phase.DECODE_ROW
+_REBUILD = Phase.RECOMPUTE_CHUNK
+_FINISHED = Queue.FINISHED
 
 
 class LiveContract:
@@ -145,6 +149,18 @@ class LiveContract:
         self._entry[r.idx] = self._seq
         heapq.heappush(self._heap, (self.key(r, phase), self._seq, r))
 
+    def forget(self, r: LiveRequest) -> None:
+        """`r` finished (or was rejected) for good: drop what was kept for it (its declared
+        keys, its declaration, its heap entry's sequence number), so the validator's memory is
+        that of the live requests, not of every request so far. A later read of its
+        declaration (`check_result` of the iteration it finished in) is not kept again."""
+        idx = r.idx
+        self._prefill_keys.pop(idx, None)
+        self._decode_keys.pop(idx, None)
+        self._rebuild_keys.pop(idx, None)
+        self._decls.pop(idx, None)
+        self._entry.pop(idx, None)
+
     def key(self, r: LiveRequest, phase: Phase) -> TieBreakKey:
         """The declared tie-break key of `r` doing `phase` work (the contract's rule)."""
         if phase is _DECODE:  # (an Enum hashes in Python: keep it out of the key)
@@ -168,7 +184,8 @@ class LiveContract:
         if idx in self._decls:
             return self._decls[idx]
         decl = self.workload.by_id.get(r.rid)
-        self._decls[idx] = decl
+        if not r.terminal:  # (a finished request's tables were dropped: `forget`)
+            self._decls[idx] = decl
         return decl
 
     # ------------------------------------------------------------------ the checks
@@ -196,9 +213,7 @@ class LiveContract:
                     f" but the state is version {state_version}",
                 )
             )
-        seen, tokens, keys, worst = self._check_items(out, plan, state_version)
-        if len(keys) > 1:
-            out.extend(order_issues(keys))
+        seen, tokens, worst = self._check_items(out, plan, state_version)
         self._check_budgets(out, plan, tokens, len(seen))
         explained = self._check_not_selected(out, plan, seen, state_version)
         if worst is not None:
@@ -238,32 +253,77 @@ class LiveContract:
 
     def _check_items(
         self, out: list[Issue], plan: LivePlan, state_version: int
-    ) -> tuple[set[int], int, list[tuple[int, TieBreakKey]], TieBreakKey | None]:
+    ) -> tuple[set[int], int, TieBreakKey | None]:
         """Each selected item against its request's published view. Returns the selected
-        request indices, the tokens they use, the (index, declared key) of every item with
-        legal work and the largest such key; records each item's phase and frontiers for
-        `check_result`."""
+        request indices, the tokens they use and the largest declared key of the items with
+        legal work; records each item's phase and frontiers for `check_result`, and appends
+        PLAN.TIE_BREAK.ORDER issues when the keys descend.
+
+        The common item, legal work of a ready request at its frontier, bound to its current
+        snapshot and annotated with its derived phase, is recognised inline: for it
+        `work_item_issues` finds nothing (each of its conditions is tested here), so only
+        the declared key is compared. Any other item, or one that differs in any of those
+        fields, goes through the full kernel and gets its issues, in the same order."""
         queues = self._queues
+        decode_keys = self._decode_keys
+        prefill_keys = self._prefill_keys
         seen: set[int] = set()
         tokens = 0
-        keys: list[tuple[int, TieBreakKey]] = []
         worst: TieBreakKey | None = None
+        ordered = True
         published = self._published = []
         for i, item in enumerate(plan.items):
             r = item.req
-            rid = r.rid
+            idx = r.idx
             start = item.start
             end = item.end
-            if r.idx in seen:
+            if (
+                r.c == start < end
+                and r.ready
+                and not r.terminal
+                and item.snapshot == r.snapshot
+                and idx not in seen
+                and r.queue in queues
+            ):
+                # derive_phase and the interval rules of that phase, inline
+                e = r.e
+                annotated = item.phase
+                if e == 0:
+                    legal = annotated is _PREFILL and end <= r.p
+                    table = prefill_keys
+                else:
+                    last = r.p + e - 1
+                    if start == last:
+                        legal = annotated is _DECODE and end == start + 1
+                        table = decode_keys
+                    else:
+                        # start < end <= p + e and start != last: a rebuild (start < last)
+                        legal = annotated is _REBUILD and end <= last + 1
+                        table = self._rebuild_keys
+                if legal:
+                    seen.add(idx)
+                    tokens += end - start
+                    published.append((annotated, e, start, True))
+                    hit = table.get(idx)
+                    key = hit[1] if hit is not None and hit[0] == r.gen else self.key(r, annotated)
+                    if item.key != key:
+                        out.append(forged_key_issue(i, r.rid, tuple(item.key), key))
+                    if worst is None or key >= worst:
+                        worst = key
+                    else:
+                        ordered = False
+                    continue
+            rid = r.rid
+            if idx in seen:
                 out.append(duplicate_issue(i, rid))
-            seen.add(r.idx)
+            seen.add(idx)
             if end > start:
                 tokens += end - start
             else:
                 out.append(empty_issue(i, rid, start, end))
             if r.queue not in queues:
                 out.append(unknown_issue(i, rid, state_version))
-                published.append((_PREFILL, -1, -1))
+                published.append((_PREFILL, -1, -1, False))
                 continue
             e = r.e
             c = r.c
@@ -286,16 +346,27 @@ class LiveContract:
                 c,
             )
             if phase is None:
-                published.append((_PREFILL, -1, -1))
+                published.append((_PREFILL, -1, -1, False))
                 continue
-            published.append((phase, e, c))
+            published.append((phase, e, c, False))
             key = self.key(r, phase)
             if item.key != key:
                 out.append(forged_key_issue(i, rid, tuple(item.key), key))
-            keys.append((i, key))
-            if worst is None or key > worst:
+            if worst is None or key >= worst:
                 worst = key
-        return seen, tokens, keys, worst
+            else:
+                ordered = False
+        if not ordered:  # some key is below an earlier one: an adjacent pair descends
+            # the (index, key) of every item with legal work (a published phase), in order
+            keys = [
+                (i, self.key(item.req, phase))
+                for i, (item, (phase, e, _, _)) in enumerate(
+                    zip(plan.items, published, strict=True)
+                )
+                if e >= 0
+            ]
+            out.extend(order_issues(keys))
+        return seen, tokens, worst
 
     def _check_budgets(self, out: list[Issue], plan: LivePlan, tokens: int, seqs: int) -> None:
         """The selected tokens and sequences against the budgets, and the plan's ledger."""
@@ -362,12 +433,29 @@ class LiveContract:
     ) -> None:
         """State rules of the changed views that are still in the cut, in cut order."""
         queues = self._queues
+        decls = self._decls
         found: list[LiveRequest] = []
         probe: list[Issue] = []
         for r in touched:
             queue = r.queue
             if queue is None or queue not in queues:
                 continue  # left the cut (finished, rejected): no longer published
+            # the common view, a ready live request whose fields pass every rule, inline:
+            # `view_issues` would find nothing (each of its conditions is tested here)
+            idx = r.idx
+            decl = decls[idx] if idx in decls else self._decl(r)
+            if decl is not None and r.ready and not r.terminal and queue is not _FINISHED:
+                p = r.p
+                e = r.e
+                c = r.c
+                if (
+                    p == decl.prompt_tokens
+                    and e <= decl.max_output_tokens
+                    and r.gen >= decl.request_generation
+                    and (c < p if e == 0 else c <= p + e - 1)  # derive_phase finds work
+                    and (e != 0 or r.floor <= 0 or r.floor <= p)  # no floor, or within p
+                ):
+                    continue
             self._view(probe, r, queue, 0)
             if probe:
                 found.append(r)
@@ -436,21 +524,40 @@ class LiveContract:
         """`check_result` for the plan last checked: `done` holds (item, emitted before,
         computed before) for every executed item, read after execution for the after side.
 
-        Executing an item changes its request's view, so each is also `touch`ed.
+        Executing an item changes its request's view, so each is also `touch`ed. A common
+        item (`_check_items`) whose result is exactly what the contract's output clock gives
+        (before = the cut's (e, c), c after = the interval's end, e after = e plus one when
+        the interval reached the logical stream: a decode row, a prompt completed, a rebuild
+        reaching p + e; within the declared output cap) is recognised inline: for it
+        `progress_issues` finds nothing, each of its rules being tested here. Any other item
+        goes through the kernel.
         """
         out: list[Issue] = []
         decls = self._decls
         touched = self._touched
-        for j, ((item, e0, c0), (phase, e, c)) in enumerate(
+        for j, ((item, e0, c0), (phase, e, c, common)) in enumerate(
             zip(done, self._published, strict=True)
         ):
             r = item.req
-            touched[r.idx] = r
-            decl = decls[r.idx] if r.idx in decls else self._decl(r)
+            idx = r.idx
+            decl = decls[idx] if idx in decls else self._decl(r)
+            touched[idx] = r
             start = item.start
             end = item.end
             ae = r.e
             ac = r.c
+            if (
+                common
+                and e0 == e
+                and c0 == c
+                and ac == end
+                and decl is not None
+                and ae <= decl.max_output_tokens
+            ):
+                # the output clock: one token when the interval reaches the logical stream
+                reached = phase is _DECODE or end == (r.p if phase is _PREFILL else r.p + e)
+                if ae == e + reached:
+                    continue
             progress_issues(
                 out,
                 j,

@@ -121,10 +121,19 @@ class LiveRequest:
         return self.e >= 1 and self.c < self.p + self.e - 1
 
     def phase_of(self, end: int) -> Phase:
-        """The derived annotation of interval [c, end) (not a field a policy may forge)."""
-        if self.is_decode and end == self.c + 1:
-            return _DECODE
-        return _REBUILD if self.is_recompute else _PREFILL
+        """The derived annotation of interval [c, end) (not a field a policy may forge):
+        DECODE_ROW for the one row of an ordinary decode (`is_decode`), RECOMPUTE_CHUNK while
+        rebuilding (`is_recompute`), else PREFILL_CHUNK. Both tests inline: a policy asks
+        this once per selected interval."""
+        e = self.e
+        if e >= 1:
+            c = self.c
+            last = self.p + e - 1
+            if c == last:
+                return _DECODE if end == c + 1 else _PREFILL
+            if c < last:
+                return _REBUILD
+        return _PREFILL
 
     def __repr__(self) -> str:
         where = self.queue.name if self.queue is not None else "PENDING"

@@ -78,7 +78,7 @@ class PlanItem:
         return self.end - self.start
 
 
-@dataclass
+@dataclass(slots=True)
 class Plan:
     """A policy's decision for one cut (engine-internal form of an IterationPlan)."""
 
@@ -97,37 +97,46 @@ KeyFn = Callable[[LiveRequest, Phase], tuple[Any, ...]]
 _ITEM_KEY = attrgetter("key")
 
 
-@dataclass
 class PlanBuilder:
     """Collects a plan while enforcing the sequence, token and KV budgets."""
 
-    view: StateView
-    key_fn: KeyFn
-    tokens_left: int = field(init=False)
-    seqs_left: int = field(init=False)
-    free_blocks: int | None = field(init=False)
-    items: list[PlanItem] = field(default_factory=list)
-    not_selected: list[tuple[LiveRequest, str]] = field(default_factory=list)
-    preempted: list[LiveRequest] = field(default_factory=list)
-    admitted: list[LiveRequest] = field(default_factory=list)
-    rejected: list[LiveRequest] = field(default_factory=list)
-    _chosen: dict[int, PlanItem] = field(default_factory=dict)
-    _blocks_used: int = 0
-    _bs: int | None = field(init=False)
-    # a hybrid model's state pool (cbaudit.sim.state_pool.StatePool) and its slots left
-    _state_pool: Any = field(init=False, default=None)
-    state_slots_left: int | None = field(init=False, default=None)
+    __slots__ = (
+        "_blocks_used",
+        "_bs",
+        "_chosen",
+        "_state_pool",
+        "admitted",
+        "free_blocks",
+        "items",
+        "key_fn",
+        "not_selected",
+        "preempted",
+        "rejected",
+        "seqs_left",
+        "state_slots_left",
+        "tokens_left",
+        "view",
+    )
 
-    def __post_init__(self) -> None:
-        b = self.view.budgets
-        self.tokens_left = b.token_budget
-        self.seqs_left = b.sequence_budget
-        self.free_blocks = self.view.free_blocks
-        self._bs = b.kv_block_size
-        pool = getattr(self.view, "state_pool", None)
-        if pool is not None:
-            self._state_pool = pool
-            self.state_slots_left = pool.free
+    def __init__(self, view: StateView, key_fn: KeyFn) -> None:
+        self.view = view
+        self.key_fn = key_fn
+        b = view.budgets
+        self.tokens_left: int = b.token_budget
+        self.seqs_left: int = b.sequence_budget
+        self.free_blocks: int | None = view.free_blocks
+        self.items: list[PlanItem] = []
+        self.not_selected: list[tuple[LiveRequest, str]] = []
+        self.preempted: list[LiveRequest] = []
+        self.admitted: list[LiveRequest] = []
+        self.rejected: list[LiveRequest] = []
+        self._chosen: dict[int, PlanItem] = {}
+        self._blocks_used = 0
+        self._bs: int | None = b.kv_block_size
+        # a hybrid model's state pool (cbaudit.sim.state_pool.StatePool) and its slots left
+        pool = getattr(view, "state_pool", None)
+        self._state_pool: Any = pool
+        self.state_slots_left: int | None = pool.free if pool is not None else None
 
     @property
     def block_size(self) -> int | None:
@@ -159,9 +168,13 @@ class PlanBuilder:
             return Reason.DEFERRED_KV_BUDGET
         return None
 
-    def take(self, req: LiveRequest, n: int, *, admit: bool = False) -> Reason | None:
+    def take(
+        self, req: LiveRequest, n: int, need: int = -1, *, admit: bool = False
+    ) -> Reason | None:
         """Select [c, c+n) for `req` if every budget allows; else return the refusing reason
-        (`refusal`'s answer; the blocks it needs are computed once for both).
+        (`refusal`'s answer; the blocks it needs are computed once for both). `need`: the
+        blocks `kv_needed(req, n)` gives, when the caller has them already (-1: computed
+        here).
 
         Admitting a request that holds no state slot also needs one from a hybrid model's
         state pool (`DEFERRED_STATE_POOL` when none is left)."""
@@ -184,12 +197,24 @@ class PlanBuilder:
         if self.seqs_left <= 0:
             return Reason.DEFERRED_SEQUENCE_BUDGET
         free = self.free_blocks
-        need = 0
         if free is not None:
-            need = self.kv_needed(req, n)
+            if need < 0:
+                need = self.kv_needed(req, n)
             if need > free:
                 return Reason.DEFERRED_KV_BUDGET
-        self._add(req, n, admit, need)
+            self.free_blocks = free - need
+            self._blocks_used += need
+        # `_add`, inline (a policy takes every selected interval through here)
+        start = req.c
+        end = start + n
+        phase = req.phase_of(end)
+        item = PlanItem(req, start, end, phase, self.key_fn(req, phase))
+        self.items.append(item)
+        self._chosen[req.idx] = item
+        self.tokens_left -= n
+        self.seqs_left -= 1
+        if admit:
+            self.admitted.append(req)
         return None
 
     def select(self, req: LiveRequest, n: int, *, admit: bool = False) -> PlanItem:
@@ -208,8 +233,9 @@ class PlanBuilder:
         self._chosen[req.idx] = item
         self.tokens_left -= n
         self.seqs_left -= 1
-        if self.free_blocks is not None:
-            self.free_blocks -= need
+        free = self.free_blocks
+        if free is not None:
+            self.free_blocks = free - need
             self._blocks_used += need
         if admit:
             self.admitted.append(req)
@@ -254,16 +280,16 @@ class PlanBuilder:
     def build(self) -> Plan:
         items = sorted(self.items, key=_ITEM_KEY)
         tokens = sum([it.end - it.start for it in items])
-        return Plan(
-            state_version=self.view.state_version,
-            items=items,
-            not_selected=self.not_selected,
-            preempted=self.preempted,
-            admitted=self.admitted,
-            tokens_used=tokens,
-            sequences_used=len(items),
-            blocks_used=self._blocks_used,
-            rejected=self.rejected,
+        return Plan(  # (state_version, items, not_selected, preempted, admitted,
+            self.view.state_version,  # tokens_used, sequences_used, blocks_used, rejected)
+            items,
+            self.not_selected,
+            self.preempted,
+            self.admitted,
+            tokens,
+            len(items),
+            self._blocks_used,
+            self.rejected,
         )
 
 

@@ -137,8 +137,12 @@ class VllmV1Policy:
     def _running_pass(
         self, view: StateView, plan: PlanBuilder, running: list[LiveRequest]
     ) -> tuple[int, bool]:
-        """Schedule running requests in list order; (index the pass stopped at, preempted?)."""
+        """Schedule running requests in list order; (index the pass stopped at, preempted?).
+
+        The blocks a request needs are computed once: preempting others frees blocks but does
+        not change the request's own frontier."""
         preempted = False
+        new_tokens = self._new_tokens
         i = 0
         while i < len(running) and plan.tokens_left > 0:
             r = running[i]
@@ -146,25 +150,29 @@ class VllmV1Policy:
                 plan.defer(r, Reason.NOT_READY_REMOTE_KV)
                 i += 1
                 continue
-            n = self._new_tokens(r, view, plan.tokens_left, running=True)
+            n = new_tokens(r, view, plan.tokens_left, running=True)
             if n <= 0:
                 i += 1
                 continue
-            placed = True
-            while plan.free_blocks is not None and plan.kv_needed(r, n) > plan.free_blocks:
-                victim = self._victim(running)
-                scheduled_earlier = plan.chosen(victim)
-                running.remove(victim)
-                if scheduled_earlier:  # its tokens come back and the walk steps back one
-                    i -= 1
-                plan.preempt(victim)
-                preempted = True
-                if victim is r:
-                    placed = False
+            if plan.free_blocks is None:
+                need = 0
+            else:
+                need = plan.kv_needed(r, n)
+                placed = True
+                while need > plan.free_blocks:
+                    victim = self._victim(running)
+                    scheduled_earlier = plan.chosen(victim)
+                    running.remove(victim)
+                    if scheduled_earlier:  # its tokens come back and the walk steps back one
+                        i -= 1
+                    plan.preempt(victim)
+                    preempted = True
+                    if victim is r:
+                        placed = False
+                        break
+                if not placed:  # it preempted itself: nobody after it runs in this step
                     break
-            if not placed:  # it preempted itself: nobody after it runs in this step
-                break
-            reason = plan.take(r, n)
+            reason = plan.take(r, n, need)
             if reason is not None:  # only the sequence budget can still refuse here
                 plan.defer(r, reason)
             i += 1
@@ -203,7 +211,8 @@ class VllmV1Policy:
         threshold = view.budgets.long_prefill_token_threshold
         if threshold is not None and 0 < threshold < n:
             n = threshold
-        n = min(n, budget)
+        if budget < n:
+            n = budget
         if running and self.max_model_len is not None:
             n = min(n, self.max_model_len - 1 - r.c)
         return n

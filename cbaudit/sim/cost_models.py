@@ -278,9 +278,14 @@ class RooflineCostModel:
         """
         if step.is_empty:
             return 0.0
+        return self.totals_step_ms(step.tokens, step.history_rows, step.attention_pairs)
+
+    def totals_step_ms(self, tokens: int, history_rows: int, attention_pairs: int) -> float:
+        """`step_time_ms` of a non-empty step from the three totals through which its shape
+        enters the model (the replay's full iterations compute them without the shape)."""
         w, k, bd, mem_den, two_p, a, fd, fn, on, od = self._exact_ints
-        mem_num = (w + (step.history_rows + step.tokens) * k) * bd
-        comp_num = (two_p * step.tokens + a * step.attention_pairs) * fd
+        mem_num = (w + (history_rows + tokens) * k) * bd
+        comp_num = (two_p * tokens + a * attention_pairs) * fd
         if comp_num * mem_den > mem_num * fn:
             num, den = comp_num, fn
         else:

@@ -29,7 +29,6 @@ no global randomness).
 from __future__ import annotations
 
 import math
-from array import array
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from cbaudit.policies.base import (
 )
 from cbaudit.policies.budget import blocks_held
 from cbaudit.sim.records_io import UNSTATED_REASON, plan_json, result_json, state_json
+from cbaudit.sim.series import RunSeries, SortedCounts
 from cbaudit.sim.step import StepShape
 from cbaudit.sim.stretch import run_stretch
 from cbaudit.sim.workload import ClockUnit, Workload
@@ -67,6 +67,10 @@ _DECODE = Phase.DECODE_ROW
 _WAITING = Queue.WAITING
 _RUNNING = Queue.RUNNING
 _FINISHED = Queue.FINISHED
+# distinct TBT gaps counted in the engine's dict before they are folded into sorted arrays
+# (and at least half as many as were folded before: each fold copies those, so the copying
+# stays proportional to the gaps counted)
+_TBT_FOLD = 16384
 
 
 class Validation(StrEnum):
@@ -122,10 +126,11 @@ class ReplayRun:
     identity: PolicyIdentity
     requests: list[LiveRequest]
     stats: list[RequestStats]
-    # selected request generations and scheduled tokens per iteration (index i -> i+1)
-    rows_per_iteration: Sequence[int]
-    tokens_per_iteration: Sequence[int]
-    tbt_counts: dict[float, int]  # every gap between two output tokens -> how often
+    # selected request generations and scheduled tokens per iteration (index i -> i+1), as
+    # runs of equal values
+    rows_per_iteration: RunSeries
+    tokens_per_iteration: RunSeries
+    tbt_counts: Mapping[float, int]  # every gap between two output tokens -> how often
     findings: list[EngineFinding]
     iterations: int
     end_time: float
@@ -316,6 +321,12 @@ class Engine:
             and preemption is None
             and state_pool is None
         )
+        # the cost model's totals form (`_model_ms`), else None
+        self._totals: Callable[[int, int, int], float] | None = (
+            getattr(cost, "totals_step_ms")  # noqa: B009 (not part of the StepCost protocol)
+            if callable(getattr(type(cost), "totals_step_ms", None))
+            else None
+        )
         self.stretch_count = 0  # stretches taken (for tests and benchmarks)
         self.stretch_iterations = 0
         self.chunk_stretch_iterations = 0  # of which in chunk stretches
@@ -334,15 +345,14 @@ class Engine:
         )
 
     def _contract_manifest(self) -> WorkloadManifest:
-        """The contract's view of the workload, built one declaration at a time (no full JSON
-        copy of a large workload held at once)."""
-        from dataclasses import replace
+        """The contract's view of the workload, its declarations made on demand
+        (`cbaudit.sim.contract_view`: no second copy of a large workload)."""
+        from cbaudit.sim.contract_view import contract_manifest
 
-        from cbaudit.contract.records import RequestDecl
-
-        head = WorkloadManifest.from_json(self.workload.to_manifest(with_requests=False))
-        decls = tuple(RequestDecl.from_json(r) for r in self.workload.iter_request_json())
-        return replace(head, requests=decls)
+        index: dict[str, int] = {}
+        for r in self.reqs:
+            index.setdefault(r.rid, r.idx)
+        return contract_manifest(self.workload, index)
 
     def _ms_per_unit(self, workload: Workload) -> float:
         """Milliseconds per clock unit for the cost model's step times."""
@@ -385,10 +395,11 @@ class Engine:
         self.waiting: deque[LiveRequest] = deque()
         self.running: list[LiveRequest] = []
         self.stats = [RequestStats() for _ in self.reqs]
-        # selected request generations and tokens per iteration (4 bytes each, not an object)
-        self.rows: array[int] = array("i")
-        self.tokens_iter: array[int] = array("i")
+        # selected request generations and tokens per iteration, as runs of equal values
+        self.rows = RunSeries()
+        self.tokens_iter = RunSeries()
         self.tbt: dict[float, int] = {}  # TBT gaps as counts of distinct values
+        self._tbt_folded = SortedCounts()  # ... and those folded out of it (sorted arrays)
         self.findings: list[EngineFinding] = []
         self.service: dict[str, int] = {}  # completed semantic service per client
         self.now = 0.0
@@ -455,6 +466,9 @@ class Engine:
             self.publish(step)
             if self.stretches and self.stop is None:
                 run_stretch(self, step)
+            if len(self.tbt) > _TBT_FOLD and 2 * len(self.tbt) > len(self._tbt_folded):
+                self._tbt_folded = self._tbt_folded.merged(self.tbt)
+                self.tbt.clear()
 
     # ------------------------------------------------------------------ admit
 
@@ -597,7 +611,7 @@ class Engine:
     def _kv_overcommit(self, plan: Plan, free: int) -> EngineFinding | None:
         """The plan's K/V blocks against the `free` pool plus what its preemptions release
         (None: it fits)."""
-        released = sum(v.blocks for v in plan.preempted)
+        released = sum([v.blocks for v in plan.preempted]) if plan.preempted else 0
         if plan.blocks_used <= free + released:
             return None
         return EngineFinding(
@@ -673,6 +687,8 @@ class Engine:
             r.queue = _FINISHED
             self.stats[r.idx].finish_reason = "rejected"
             self.finished += 1
+            if self.live is not None:
+                self.live.forget(r)
         gone = {r.idx for r in rejected}
         kept = [r for r in self.waiting if r.idx not in gone]
         self.waiting.clear()
@@ -685,12 +701,41 @@ class Engine:
         elif not plan.items:
             dt = 0.0  # a step that only preempted ran no model work
         else:
-            dt = self.cost.step_time_ms(step_shape(plan.items)) / self.ms_per_unit
+            dt = self._model_ms(plan.items) / self.ms_per_unit
         if self.preemption is not None:  # swap transfers: charged under a ms clock only
             swap_ms = self.preemption.take_pending_ms()
             if not self.slot_clock:
                 dt += swap_ms / self.ms_per_unit
         return dt
+
+    def _model_ms(self, items: Sequence[PlanItem]) -> float:
+        """The cost model's time for a step of `items` (at least one). A cost model with the
+        totals form (`totals_step_ms`, looked up on its class: a wrapper that delegates to an
+        inner model must not hand out the inner model's) gets the step's totals, summed here
+        as `StepShape` sums them; any other, or a step whose shape `StepShape` would refuse,
+        gets the shape."""
+        totals = self._totals
+        if totals is not None:
+            tokens = history = pairs = 0
+            for item in items:
+                lo = item.start
+                hi = item.end
+                if item.phase is _DECODE:
+                    if hi < 1:
+                        break  # StepShape refuses it: let it say so
+                    tokens += 1
+                    history += hi - 1  # a decode row at c attends to c + 1 = end keys
+                    pairs += hi
+                else:
+                    width = hi - lo
+                    if lo < 0 or width <= 0:
+                        break
+                    tokens += width
+                    history += lo
+                    pairs += width * lo + width * (width + 1) // 2
+            else:
+                return totals(tokens, history, pairs)
+        return self.cost.step_time_ms(step_shape(items))
 
     def _serve(self, plan: Plan, start: float) -> Executed:
         """Run every selected interval: frontiers and K/V advance, outputs are emitted, and
@@ -703,56 +748,66 @@ class Engine:
         realized = self.realized
         bs = self.budgets.kv_block_size
         free = self.free
+        paged = bs is not None and free is not None
+        size = bs if bs is not None else 1
+        left = free if free is not None else 0  # the pool, when paged
         done: list[tuple[PlanItem, int, int]] | None = [] if self._keep_done else None
         terminal: list[tuple[LiveRequest, str]] = []
         n_tokens = 0
         progressed = False
         for item in plan.items:
             r = item.req
+            lo = item.start
+            hi = item.end
             e0 = r.e
             if done is not None:
                 done.append((item, e0, r.c))
-            st = stats[r.idx]
+            idx = r.idx
+            st = stats[idx]
             if st.first_scheduled is None:
                 st.first_scheduled = start
                 st.first_scheduled_iteration = iteration
-            width = item.end - item.start
+            width = hi - lo
             n_tokens += width
             st.scheduled_tokens += width
             st.served_iterations += 1
             rb = r.floor
-            if rb > item.start:
-                st.recompute_tokens += min(item.end, rb) - item.start
-            r.c = item.end
-            if bs is not None and free is not None:
-                held = -(-r.c // bs)
-                free -= held - r.blocks
+            if rb > lo:
+                st.recompute_tokens += min(hi, rb) - lo
+            r.c = hi
+            if paged:
+                held = -(-hi // size)
+                left -= held - r.blocks
                 r.blocks = held
             r.last_served = iteration
             r.snapshot += 1
-            if item.end > (r.floor if e0 == 0 else r.p + e0 - 1):
+            p = r.p
+            if not progressed and hi > (rb if e0 == 0 else p + e0 - 1):
                 progressed = True  # a semantic row: new prompt rows or the next token
-            if r.client is not None:  # semantic service only: rebuild rows are overhead
-                service[r.client] = service.get(r.client, 0) + semantic_rows(
-                    r.p, e0, item.start, item.end, r.floor if e0 == 0 else 0
+            client = r.client
+            if client is not None:  # semantic service only: rebuild rows are overhead
+                service[client] = service.get(client, 0) + semantic_rows(
+                    p, e0, lo, hi, rb if e0 == 0 else 0
                 )
-            if item.end == r.p + e0:
-                r.e = e0 + 1
+            if hi == p + e0:
+                e = r.e = e0 + 1
+                last = st.last_token
                 if st.first_token is None:
                     st.first_token = now
                 else:
-                    gap_t = now - (st.last_token or 0.0)
+                    gap_t = now - (last or 0.0)
                     tbt[gap_t] = tbt.get(gap_t, 0) + 1
                     st.tbt_count += 1
                     if gap_t > st.tbt_max:
                         st.tbt_max = gap_t
                 st.last_token = now
                 r.last_emit = now
-                if r.e >= realized[r.idx]:
+                if e >= realized[idx]:
                     terminal.append((r, "eos"))
-                elif r.e >= r.max_out:
+                elif e >= r.max_out:
                     terminal.append((r, "max_output_tokens"))
-        self.free = free
+        if paged:
+            self.free = left
         return Executed(plan, start, done, terminal, n_tokens, progressed)
 
     def wait(self, plan: Plan) -> None:
@@ -834,6 +889,9 @@ class Engine:
             st = self.stats[r.idx]
             st.finished = now
             st.finish_reason = why
+        if self.live is not None:
+            for r, _ in terminal:
+                self.live.forget(r)
         self.finished += len(terminal)
         self.running = [r for r in self.running if not r.terminal]
 
@@ -867,7 +925,7 @@ class Engine:
             stats=self.stats,
             rows_per_iteration=self.rows,
             tokens_per_iteration=self.tokens_iter,
-            tbt_counts=self.tbt,
+            tbt_counts=self._tbt_folded.merged(self.tbt) if self._tbt_folded else self.tbt,
             findings=self.findings,
             iterations=self.iteration,
             end_time=self.now,

@@ -393,3 +393,170 @@ def describe_trace_source(fmt: str, path: str, cap: int | None, rows: int) -> st
         else f"max_output_tokens = declared cap {cap} (realized lengths clipped to it)"
     )
     return f"imported from {fmt} trace {Path(path).name} ({rows} requests); {cap_text}"
+
+
+# --------------------------------------------------------------------------- whole-file reading
+
+# A trace read at once is held as text; beyond this size it is streamed row by row instead.
+PLAIN_TRACE_MAX_BYTES = 64 * 1024 * 1024
+_PLAIN_CHUNK = 1 << 16  # characters of rows matched at a time (about 2,000 rows)
+_POW10 = tuple(10**k for k in range(25))
+_EPOCH_ORDINAL = datetime(1970, 1, 1).toordinal()
+# One data field of a plain row: no quote, carriage return, NUL or surrounding space.
+_PLAIN_OTHER = r'[^,\n\r"\x00]*'
+_PLAIN_COUNT = r"([0-9]{1,18})"
+_PLAIN_ARRIVAL = {
+    # seconds: up to 8 integer digits and 20 decimals (28 digits: exact in Decimal arithmetic)
+    TraceFormat.SPLITWISE: r"([0-9]{1,8})(?:\.([0-9]{1,20}))?",
+    # a naive timestamp, up to 12 decimals of a second (no zone: those are streamed)
+    TraceFormat.AZURE: r"([0-9]{4})-([0-9]{2})-([0-9]{2})[ T]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:\.([0-9]{1,12}))?",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TraceTable:
+    """A whole trace as columns: arrival in ms (the JSON number `ms_number` gives), prompt and
+    realized output tokens, in file order."""
+
+    format: TraceFormat
+    arrival_ms: list[int | float]
+    prompt_tokens: list[int]
+    output_tokens: list[int]
+
+
+def read_plain_trace(path: str | Path, *, display: str | None = None) -> TraceTable | None:
+    """The whole trace at once, when every byte of it is plain: UTF-8, no quotes, no blank or
+    padded fields, LF or CRLF line ends, arrivals in the strict shapes above and not
+    decreasing, token counts >= 1. None otherwise (and for any unreadable file):
+    `iter_trace_rows` then streams the same file and refuses its first problem, located,
+    exactly as it always has. On a plain trace the columns hold the very values
+    `iter_trace_rows` + `trace_request` give (time scale 1): an arrival is read as an exact
+    integer and divided once, correctly rounded, as `ms_number` rounds the exact decimal."""
+    name = display if display is not None else str(path)
+    p = Path(path)
+    try:
+        if not p.is_file() or p.stat().st_size > PLAIN_TRACE_MAX_BYTES:
+            return None
+        with open_input(p, name) as fh:
+            data = fh.read()
+        if data.startswith(codecs.BOM_UTF8):
+            data = data[len(codecs.BOM_UTF8) :]
+        text = data.decode("utf-8")
+        head, sep, body = text.partition("\n")
+        chosen, header = _header(head + sep, "auto", name)
+    except (OSError, UnicodeDecodeError, InputError, csv.Error):
+        return None
+    if "\r" in body:
+        if body.count("\r") != body.count("\r\n"):
+            return None
+        body = body.replace("\r\n", "\n")  # what each row's rstrip("\r\n") drops
+    cols = FORMATS[chosen]
+    index = {h.strip(): i for i, h in enumerate(header)}
+    i_arr, i_prompt, i_out = index[cols.arrival], index[cols.prompt], index[cols.output]
+    parts: list[str] = []
+    for i in range(len(header)):
+        if i == i_arr:
+            parts.append(_PLAIN_ARRIVAL[chosen])
+        elif i in (i_prompt, i_out):
+            parts.append(_PLAIN_COUNT)
+        else:
+            parts.append(_PLAIN_OTHER)
+    pattern = re.compile("^" + ",".join(parts) + "$", re.MULTILINE | re.ASCII)
+    # the capture groups in column order: the arrival's, then the two counts in column order
+    n_arr = 2 if chosen is TraceFormat.SPLITWISE else 7
+    pos: dict[int, int] = {}
+    g = 0
+    for i in sorted((i_arr, i_prompt, i_out)):
+        pos[i] = g
+        g += n_arr if i == i_arr else 1
+    a, gp, go = pos[i_arr], pos[i_prompt], pos[i_out]
+    arrival = _PlainSeconds() if chosen is TraceFormat.SPLITWISE else _PlainTimestamps()
+    arrivals: list[int | float] = []
+    prompts: list[int] = []
+    outputs: list[int] = []
+    # a few thousand rows at a time: the matched fields of the whole trace are never held
+    start, size = 0, len(body)
+    while start < size:
+        stop = body.find("\n", start + _PLAIN_CHUNK)
+        stop = size if stop < 0 else stop + 1
+        rows = pattern.findall(body, start, stop)
+        prompts += [int(r[gp]) for r in rows]
+        outputs += [int(r[go]) for r in rows]
+        if not arrival.read(rows, a, arrivals):
+            return None
+        start = stop
+    lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
+    if not prompts or len(prompts) != lines:
+        return None  # a blank, padded, quoted or malformed row: streamed and located
+    if min(prompts) < 1 or min(outputs) < 1:
+        return None
+    return TraceTable(chosen, arrivals, prompts, outputs)
+
+
+class _PlainSeconds:
+    """Arrival ms of decimal-seconds fields, row after row (refused if one goes back)."""
+
+    def __init__(self) -> None:
+        self.previous = -1
+
+    def read(self, rows: list[tuple[str, ...]], a: int, out: list[int | float]) -> bool:
+        previous = self.previous
+        pow10 = _POW10
+        for r in rows:
+            whole, frac = r[a], r[a + 1]
+            k = len(frac)
+            n = int(whole + frac)  # the arrival in units of 10^-k s
+            at = n * pow10[20 - k]  # ... and in 10^-20 s, for the order check
+            if at < previous:
+                return False
+            previous = at
+            if k <= 3:
+                out.append(n * pow10[3 - k])
+            else:
+                d = pow10[k - 3]
+                out.append(n // d if n % d == 0 else n / d)
+        self.previous = previous
+        return True
+
+
+class _PlainTimestamps:
+    """Arrival ms of naive timestamps after the first row's, row after row (refused if one is
+    not a date or goes back in time)."""
+
+    def __init__(self) -> None:
+        self.days: dict[tuple[str, str, str], int] = {}
+        self.first: int | None = None
+        self.previous = 0
+
+    def read(self, rows: list[tuple[str, ...]], a: int, out: list[int | float]) -> bool:
+        days = self.days
+        first = self.first
+        previous = self.previous
+        pow10 = _POW10
+        unit = pow10[9]  # 10^-12 s per ms / 10^-3
+        for r in rows:
+            y, mo, d, hh, mm, ss, frac = r[a : a + 7]
+            day = days.get((y, mo, d))
+            if day is None:
+                try:
+                    day = datetime(int(y), int(mo), int(d)).toordinal() - _EPOCH_ORDINAL
+                except ValueError:
+                    return False
+                days[(y, mo, d)] = day
+            h, m, s = int(hh), int(mm), int(ss)
+            if h > 23 or m > 59 or s > 59:
+                return False
+            at = (day * 86400 + h * 3600 + m * 60 + s) * pow10[12]
+            if frac:
+                at += int(frac) * pow10[12 - len(frac)]
+            if first is None:
+                first = at
+            at -= first
+            if at < previous:
+                return False
+            previous = at
+            out.append(at // unit if at % unit == 0 else at / unit)
+        self.first = first
+        self.previous = previous
+        return True

@@ -19,6 +19,7 @@ declared `tick_ms`, null when none is declared):
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -27,6 +28,7 @@ from typing import Any
 from cbaudit.contract.live_request import LiveRequest
 from cbaudit.model import EvidenceClass
 from cbaudit.sim.engine import ReplayRun, RequestStats
+from cbaudit.sim.series import SortedCounts
 
 INSUFFICIENT = "insufficient_sample"
 PERCENTILE_GATES: tuple[tuple[str, float, int], ...] = (
@@ -103,10 +105,17 @@ def distribution_counts(counts: Mapping[float, int]) -> dict[str, Any]:
         out.update({"mean": None, "min": None, "max": None})
         out.update({name: INSUFFICIENT for name, _, _ in PERCENTILE_GATES})
         return out
-    keys = sorted(counts)
+    pairs: Iterable[tuple[float, int]]
+    if isinstance(counts, SortedCounts):  # already in order, in C arrays
+        first, last = counts.first(), counts.last()
+        pairs = counts.sorted_items()
+    else:
+        keys = sorted(counts)
+        first, last = keys[0], keys[-1]
+        pairs = ((v, counts[v]) for v in keys)
     out["mean"] = _num(exact_sum(counts) / n)
-    out["min"] = _num(keys[0])
-    out["max"] = _num(keys[-1])
+    out["min"] = _num(first)
+    out["max"] = _num(last)
     wanted: list[tuple[int, str]] = []
     for name, q, gate in PERCENTILE_GATES:
         out[name] = INSUFFICIENT  # (the order of the keys is kept)
@@ -116,10 +125,10 @@ def distribution_counts(counts: Mapping[float, int]) -> dict[str, Any]:
     # one walk of the cumulative counts answers every rank, smallest first
     j = 0
     seen = 0
-    for v in keys:
+    for v, c in pairs:
         if j == len(wanted):
             break
-        seen += counts[v]
+        seen += c
         while j < len(wanted) and seen >= wanted[j][0]:
             out[wanted[j][1]] = _num(v)
             j += 1
@@ -163,7 +172,7 @@ def scaled_counts(
 def occupancy(run: ReplayRun, horizon: int) -> dict[str, Any]:
     """Logical slot occupancy over iterations 1..horizon."""
     b = run.workload.budgets.sequence_budget
-    useful = sum(run.rows_per_iteration[:horizon])
+    useful = run.rows_per_iteration.prefix_sum(horizon)
     available = b * horizon
     frac = Fraction(useful, available) if available else Fraction(0)
     return {
@@ -205,8 +214,11 @@ def summarize(
     to_ms = ms_converter(run)
     per = _per_request(run, to_ms, per_request)
 
-    def both(samples: list[float]) -> dict[str, Any]:
+    def both(samples: array[float]) -> dict[str, Any]:
         out = distribution(samples)
+        if to_ms is _identity:  # the same samples: the same figures
+            out["ms"] = dict(out)
+            return out
         ms_samples = [to_ms(x) for x in samples]
         if all(m is not None for m in ms_samples):
             out["ms"] = distribution([m for m in ms_samples if m is not None])
@@ -228,7 +240,7 @@ def summarize(
         "requests_total": len(run.requests),
         "requests_finished": per.finished,
         "output_tokens": outputs,
-        "scheduled_tokens": sum(run.tokens_per_iteration),
+        "scheduled_tokens": run.tokens_per_iteration.total(),
         "preemptions": run.preemptions,
         "recompute_tokens": per.recompute,
         "slot_occupancy": occupancy(run, horizon),
@@ -284,10 +296,11 @@ class _PerRequest:
     """Per-request records and the samples and totals drawn from them."""
 
     records: dict[str, Any] = field(default_factory=dict)
-    ttft: list[float] = field(default_factory=list)
-    e2e: list[float] = field(default_factory=list)
-    tpot: list[float] = field(default_factory=list)
-    qdelay: list[float] = field(default_factory=list)
+    # samples as C doubles (8 bytes each, not a float object and a list slot)
+    ttft: array[float] = field(default_factory=lambda: array("d"))
+    e2e: array[float] = field(default_factory=lambda: array("d"))
+    tpot: array[float] = field(default_factory=lambda: array("d"))
+    qdelay: array[float] = field(default_factory=lambda: array("d"))
     outputs: int = 0
     recompute: int = 0
     finished: int = 0

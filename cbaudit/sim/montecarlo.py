@@ -53,7 +53,7 @@ def static_efficiency(
     """Measured static-batch occupancy vs the lecture's 1 / (ln B + gamma)."""
     workload = geometric_workload(batch, batches, mean, seed)
     run = Engine(workload, POLICIES.create("static"), UnitCostModel(), validation=validation).run()
-    useful = sum(run.rows_per_iteration)
+    useful = run.rows_per_iteration.total()
     measured = Fraction(useful, batch * run.iterations)
     approx = 1.0 / (math.log(batch) + EULER_GAMMA)
     return {

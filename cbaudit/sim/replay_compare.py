@@ -43,6 +43,7 @@ from cbaudit.model import (
 from cbaudit.sim import replay as core
 from cbaudit.sim.engine import ReplayRun, TraceSink
 from cbaudit.sim.metrics import json_number, ms_converter, request_times
+from cbaudit.sim.series import SortedCounts
 from cbaudit.sim.workload import Workload, load_workload, workload_from_data
 
 # Sample names follow registry/metrics.yaml so compare-results knows each direction.
@@ -248,13 +249,53 @@ def write_samples(run: ReplayRun, path: Path, shown: str) -> dict[str, Any]:
                     "record": rec,
                 },
             )
-        counts: dict[float | int, int] = {}
-        for v, n in run.tbt_counts.items():
-            key = value(v)
-            assert key is not None
-            counts[key] = counts.get(key, 0) + n
-        dump(fh, {"tbt": [[v, counts[v]] for v in sorted(counts)]})
+        if isinstance(run.tbt_counts, SortedCounts):
+            _stream_tbt(fh, digest, run.tbt_counts, value)
+        else:
+            counts: dict[float | int, int] = {}
+            for v, n in run.tbt_counts.items():
+                key = value(v)
+                assert key is not None
+                counts[key] = counts.get(key, 0) + n
+            dump(fh, {"tbt": [[v, counts[v]] for v in sorted(counts)]})
     return {"path": shown, "sha256": digest.hexdigest(), "requests": len(run.requests)}
+
+
+def _stream_tbt(
+    fh: Any,
+    digest: Any,
+    counts: SortedCounts,
+    value: Callable[[float | None], float | int | None],
+) -> None:
+    """The samples file's last line, `{"tbt":[[v,n],...]}`, written a pair at a time: the
+    bytes `json.dumps` gives the whole list, without holding it. `counts` come in ascending
+    order and `value` (ms conversion, JSON rounding) never reverses two of them, so values
+    that become equal are adjacent: they are merged as the dict of the whole line merges
+    them (the first one's JSON form, counts added)."""
+
+    def write(chunk: bytes) -> None:
+        digest.update(chunk)
+        fh.write(chunk)
+
+    write(b'{"tbt":[')
+    held: float | int | None = None
+    total = 0
+    first = True
+    for v, n in counts.sorted_items():
+        key = value(v)
+        assert key is not None
+        if held is not None and key == held:
+            total += n
+            continue
+        if held is not None:
+            write(
+                (b"" if first else b",") + json.dumps([held, total], separators=(",", ":")).encode()
+            )
+            first = False
+        held, total = key, n
+    if held is not None:
+        write((b"" if first else b",") + json.dumps([held, total], separators=(",", ":")).encode())
+    write(b"]}\n")
 
 
 def sample_metrics(run: ReplayRun) -> dict[str, Any]:

@@ -49,18 +49,21 @@ class StepShape:
             prefill_tokens += width
             history += start
             pairs += width * start + width * (width + 1) // 2
+        contexts = self.decode_context_lens
+        n_dec = len(contexts)
         decode_ctx = 0
-        for ctx in self.decode_context_lens:
-            if ctx < 1:
-                raise ValueError(f"decode context length {ctx} < 1")
-            decode_ctx += ctx
-        n_dec = len(self.decode_context_lens)
-        object.__setattr__(self, "decode_rows", n_dec)
-        object.__setattr__(self, "prefill_tokens", prefill_tokens)
-        object.__setattr__(self, "tokens", n_dec + prefill_tokens)
-        object.__setattr__(self, "rows", n_dec + len(self.prefill_chunks))
-        object.__setattr__(self, "history_rows", history + decode_ctx - n_dec)
-        object.__setattr__(self, "attention_pairs", pairs + decode_ctx)
+        if n_dec:
+            if min(contexts) < 1:
+                bad = next(ctx for ctx in contexts if ctx < 1)  # the first, in row order
+                raise ValueError(f"decode context length {bad} < 1")
+            decode_ctx = sum(contexts)
+        put = object.__setattr__
+        put(self, "decode_rows", n_dec)
+        put(self, "prefill_tokens", prefill_tokens)
+        put(self, "tokens", n_dec + prefill_tokens)
+        put(self, "rows", n_dec + len(self.prefill_chunks))
+        put(self, "history_rows", history + decode_ctx - n_dec)
+        put(self, "attention_pairs", pairs + decode_ctx)
 
     @classmethod
     def of(

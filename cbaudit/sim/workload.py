@@ -404,7 +404,7 @@ def load_workload(
     """
     name = display if display is not None else str(path)
     if Path(path).suffix.lower() == ".csv":
-        return _from_expanded(path, name, seed)
+        return _from_trace(path, name) or _from_expanded(path, name, seed)
     doc = load_document(path, display=display)
     if isinstance(doc.data, dict) and doc.data.get("kind") == "workload-generator":
         return _from_expanded(path, name, seed)
@@ -426,6 +426,45 @@ def load_workload(
             for f in err.findings
         ]
         raise InputError(located) from None
+
+
+def _from_trace(path: str | Path, name: str) -> Workload | None:
+    """A plain trace CSV straight to a Workload, without the manifest JSON in between.
+
+    The same workload `_from_expanded` builds from the imported manifest (defaults: policy,
+    budgets, `<format>-NNNNNN` ids, arrival order = row order, max_output_tokens = the realized
+    length), field for field and type for type; None when the file is not plain
+    (`importers.read_plain_trace`) or its name is no manifest id: the manifest path then reads
+    it and refuses what it refuses, located, as before.
+    """
+    from cbaudit.sim.importers import read_plain_trace
+    from cbaudit.sim.workload_gen import DEFAULT_TRACE_BUDGETS, DEFAULT_TRACE_POLICY
+
+    workload_id = Path(path).stem
+    if not 1 <= len(workload_id) <= 256:  # the manifest schema's id
+        return None
+    table = read_plain_trace(path, display=name)
+    if table is None:
+        return None
+    prefix = table.format.value
+    decls = [
+        RequestDecl(f"{prefix}-{i:06d}", arrival, i, prompt, output)
+        for i, (arrival, prompt, output) in enumerate(
+            zip(table.arrival_ms, table.prompt_tokens, table.output_tokens, strict=True)
+        )
+    ]
+    # arrivals do not decrease (read_plain_trace checked them exactly): already in
+    # (arrival, arrival_order) order, the order `_requests` sorts into
+    hidden = {d.request_id: d.max_output_tokens for d in decls}
+    return Workload(
+        workload_id=workload_id,
+        clock=Clock(ClockUnit.MS),
+        policy=_policy(DEFAULT_TRACE_POLICY, name, "/policy"),
+        budgets=_budgets(dict(DEFAULT_TRACE_BUDGETS), name, "/budgets"),
+        requests=tuple(decls),
+        hidden_realized=hidden,
+        source=name,
+    )
 
 
 def _from_expanded(path: str | Path, name: str, seed: int | None) -> Workload:

@@ -339,3 +339,45 @@ def test_run_is_the_steps_in_order() -> None:
     stepped = eng.report()
     assert whole.stop_reason == stepped.stop_reason == "completed"
     assert summarize(whole) == summarize(stepped)
+
+
+def test_the_step_time_from_totals_is_the_shapes_bit_for_bit() -> None:
+    """The roofline's totals form, summed by the engine, gives the float `step_time_ms`
+    gives for the step's shape, on random mixes of decode rows and chunks, with and without
+    an overhead; a shape `StepShape` refuses still raises its error; a cost model without
+    the form (here the unit model's class) is asked with the shape."""
+    import random
+
+    from cbaudit.policies.base import PlanItem
+    from cbaudit.sim.replay import make_cost_model
+
+    rng = random.Random(16)
+    for options in (
+        {"hardware": "nvidia-h100-sxm", "model": "llama-3-8b-gqa-fp16", "mfu": 0.7},
+        {"hardware": "nvidia-h100-sxm", "model": "llama-3-8b-gqa-fp16", "overhead_ms": 0.3},
+    ):
+        cost = make_cost_model("roofline", options, file=None, base_dir=None)
+        engine = _engine([_req("a", 0)])
+        engine.cost = cost
+        engine._totals = cost.totals_step_ms
+        req = engine.reqs[0]
+        for _ in range(300):
+            items = []
+            for _ in range(rng.randint(1, 12)):
+                if rng.random() < 0.6:
+                    c = rng.randint(0, 40_000)
+                    items.append(PlanItem(req, c, c + 1, Phase.DECODE_ROW, ()))
+                else:
+                    lo = rng.randint(0, 8_000)
+                    hi = lo + rng.randint(1, 2_048)
+                    items.append(PlanItem(req, lo, hi, Phase.PREFILL_CHUNK, ()))
+            want = cost.step_time_ms(step_shape(items))
+            got = engine._model_ms(items)
+            assert got == want and type(got) is float
+        for bad in (
+            PlanItem(req, 5, 5, Phase.PREFILL_CHUNK, ()),
+            PlanItem(req, -1, 0, Phase.DECODE_ROW, ()),
+        ):
+            with pytest.raises(ValueError):
+                engine._model_ms([bad])
+    assert _engine([_req("a", 0)])._totals is None  # the unit model has no totals form
