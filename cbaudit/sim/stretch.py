@@ -509,11 +509,11 @@ def _apply(
             if gap > gap_max:
                 gap_max = gap
     if partial is None:
-        engine.rows.extend([b] * k)
-        engine.tokens_iter.extend([b] * k)
+        engine.rows.extend_run(b, k)
+        engine.tokens_iter.extend_run(b, k)
     else:
-        engine.rows.extend([b + 1] * k)
-        engine.tokens_iter.extend([b + width] * k)
+        engine.rows.extend_run(b + 1, k)
+        engine.tokens_iter.extend_run(b + width, k)
     last = engine.iteration + k
     bs = engine.budgets.kv_block_size
     stats = engine.stats
