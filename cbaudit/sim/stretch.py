@@ -551,11 +551,15 @@ def _apply(
     engine.iteration = last
     engine.version += k
     engine._stalled = 0
-    # The views are not marked changed: each is its view at the stretch's first cut (which
-    # passed the state rules there) shifted by k decode rows or k chunks, still inside the
-    # rules' domain (e below its output limit and c = p + e - 1; a chunking request's c below
-    # its prompt), so the next cut's state rules pass on it as they would on the
-    # per-iteration path (docs/replay.md).
+    # The views are marked changed, so the next cut re-checks them, as after one iteration:
+    # each is its view at the stretch's first cut shifted by k decode rows or k chunks, which
+    # provably passes the state rules, but only if nothing else wrote its fields (an engine
+    # fault must be found at the next cut on both paths: docs/replay.md)
+    live = engine.live
+    if live is not None:
+        touch = live.touch
+        for r in running:
+            touch(r)
     engine.stretch_count += 1
     engine.stretch_iterations += k
     if partial is not None:
