@@ -234,6 +234,23 @@ class LiveContract:
         self._touched = {}
         return True
 
+    def plan_passes(
+        self,
+        plan: LivePlan,
+        state_version: int,
+        running: Sequence[LiveRequest],
+        waiting: Sequence[LiveRequest],
+    ) -> bool:
+        """Whether `check_plan` would find nothing at this cut, without recording anything
+        (the changed views stay pending, the plan is not the one `check_result` checks next):
+        the engine's probe of a stretch's last cut."""
+        touched, published = self._touched, self._published
+        self._touched = dict(touched)
+        try:
+            return not self.check_plan(plan, state_version, running, waiting)
+        finally:
+            self._touched, self._published = touched, published
+
     def _check_items(
         self, out: list[Issue], plan: LivePlan, state_version: int
     ) -> tuple[set[int], int, TieBreakKey | None]:

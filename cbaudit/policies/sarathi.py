@@ -27,6 +27,19 @@ class SarathiServePolicy:
         and so at every later cut that differs only by one more decode row each: no bound."""
         return _UNBOUNDED
 
+    def chunk_stretch(self, view: StateView) -> tuple[int, int]:
+        """Chunk stretches (`cbaudit.sim.stretch`): at a cut whose running requests are ready
+        decodes and one ready request R prefilling its prompt (no output yet, nothing to
+        rebuild), every decode gets its row, R `min(remaining, tau - B)` rows, which is
+        `w = tau - B` (the engine ends the stretch before the chunk that would reach R's
+        prompt), and the waiting pass defers the not-ready requests ahead of the first ready
+        one and stops at that one (no tokens left): the same at every later cut that differs
+        by one decode row per decode and one chunk of w for R. No bound: (unbounded, w)."""
+        w = view.budgets.token_budget - (len(view.running) - 1)
+        if w < 1:
+            return 0, 0
+        return _UNBOUNDED, w
+
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         partial = []
         for r in view.running:

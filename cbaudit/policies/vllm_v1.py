@@ -84,6 +84,36 @@ class VllmV1Policy:
             return 1 << 62
         return max(0, self.max_model_len - 1 - max(r.c for r in view.running))
 
+    def chunk_stretch(self, view: StateView) -> tuple[int, int]:
+        """Chunk stretches (`cbaudit.sim.stretch`): at a cut whose running requests are ready
+        decodes followed, last in the running list, by one ready request R prefilling its
+        prompt (no output yet, nothing to rebuild), the running pass asks one token of each
+        decode and gives R `w = min(threshold, token_budget - B)` rows (the engine ends the
+        stretch before the chunk that would reach R's prompt, so R's remaining stream is
+        longer and the threshold clamps exactly when it is below the budget left). The
+        waiting pass then has nobody to visit, or finds the token budget spent: it defers the
+        queue head (`DEFERRED_TOKEN_BUDGET`) and explains the same requests behind it at every
+        such cut (the queue, the ranks and the selected work do not change). So every later
+        cut that differs by one decode row per decode and one chunk of w for R gets the same
+        plan, shifted, until `max_model_len` clamps a row. Returns (cuts, w); (0, 0) when R is
+        not last or a budget would be left to a waiting request."""
+        running = view.running
+        r = running[-1]
+        b = len(running) - 1
+        left = view.budgets.token_budget - b
+        w = left
+        threshold = view.budgets.long_prefill_token_threshold
+        if threshold is not None and 0 < threshold < w:
+            w = threshold
+        if r.is_decode or r.e != 0 or w < 1 or (view.waiting and w < left):
+            return 0, 0
+        if self.max_model_len is None:
+            return 1 << 62, w
+        cuts = (self.max_model_len - 1 - r.c) // w  # R's chunk end stays <= max_model_len - 1
+        if b:
+            cuts = min(cuts, self.max_model_len - 1 - max(d.c for d in running[:-1]))
+        return max(0, cuts), w
+
     # ------------------------------------------------------------------ one step
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from cbaudit.io.loader import load_document
 from cbaudit.model import EvidenceClass, InputError
@@ -133,6 +133,19 @@ class Bound(StrEnum):
 
     MEMORY = "memory"
     COMPUTE = "compute"
+
+
+class StepSeries(NamedTuple):
+    """Step j of a run costs `(n0 + j * n1) / den` ms for j < `switch` (None: every j), and
+    `(then_n0 + j * then_n1) / then_den` from `switch` on (`RooflineCostModel.step_series`)."""
+
+    n0: int
+    n1: int
+    den: int
+    switch: int | None
+    then_n0: int
+    then_n1: int
+    then_den: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +311,34 @@ class RooflineCostModel:
         if on:
             return (num * od + on * den) / (den * od)
         return num / den
+
+    def step_series(
+        self, tokens: int, rows_moved: int, pairs: int, d_rows_moved: int, d_pairs: int
+    ) -> StepSeries:
+        """`step_time_ms` of a run of steps, as integer coefficients (the replay's stretches).
+
+        Step j of the run has `tokens` query rows, `rows_moved + j * d_rows_moved` K/V rows
+        moved (history rows read + rows written) and `pairs + j * d_pairs` attention pairs:
+        the shape's only inputs to the model. Both time numerators are then linear in j, so
+        step j's time is `(n0 + j * n1) / den` with the (n0, n1, den) of the larger term, and
+        the larger term changes at most once, at j = `switch`: the same integers, and so the
+        same correctly rounded division, as `step_time_ms` of step j's shape, bit for bit."""
+        if tokens == 0:
+            return StepSeries(0, 0, 1, None, 0, 0, 1)
+        w, k, bd, mem_den, two_p, a, fd, fn, on, od = self._exact_ints
+        m0, m1 = (w + rows_moved * k) * bd, d_rows_moved * k * bd
+        c0, c1 = (two_p * tokens + a * pairs) * fd, a * d_pairs * fd
+        # compute-bound at step j iff (c0 + j c1) * mem_den > (m0 + j m1) * fn, i.e. g0 + j g1 > 0
+        g0, g1 = c0 * mem_den - m0 * fn, c1 * mem_den - m1 * fn
+        switch: int | None = None
+        if g0 > 0 and g1 < 0:
+            switch = -(-g0 // -g1)  # the first j with g0 + j g1 <= 0
+        elif g0 <= 0 and g1 > 0:
+            switch = -g0 // g1 + 1  # the first j with g0 + j g1 > 0
+        mem = (m0 * od + on * mem_den, m1 * od, mem_den * od) if on else (m0, m1, mem_den)
+        comp = (c0 * od + on * fn, c1 * od, fn * od) if on else (c0, c1, fn)
+        first, then = (comp, mem) if g0 > 0 else (mem, comp)
+        return StepSeries(*first, switch, *then)
 
     def decode_crossover_batch(self, context_len: int) -> Fraction | None:
         """Decode rows B at which a pure decode step (each row attending to `context_len`

@@ -329,6 +329,7 @@ class Engine:
         )
         self.stretch_count = 0  # stretches taken (for tests and benchmarks)
         self.stretch_iterations = 0
+        self.chunk_stretch_iterations = 0  # of which in chunk stretches
 
     def cut(self, version: int, iteration: int, now: float, free: int | None) -> _View:
         """A published cut of the current queues (the policy's input)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from cbaudit.contract.records import Phase
 from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.registry import POLICIES
+from cbaudit.policies.sarathi import SarathiServePolicy
 from cbaudit.policies.vllm_v1 import VllmV1Policy
 from cbaudit.sim.cost_models import RooflineCostModel
 from cbaudit.sim.cost_unit import UnitCostModel
@@ -114,7 +116,7 @@ SEEDS = range(30)
 def test_fast_path_equals_per_iteration_path(policy_id: str, cost: str) -> None:
     """Same canonical report, findings, samples and final state on every generated workload."""
     unit = "tick" if cost == "unit" else "ms"
-    taken = 0
+    taken = chunked = 0
     for seed in SEEDS:
         wl = _workload(seed, unit)
         opts = OPTIONS.get(policy_id, {})
@@ -123,10 +125,12 @@ def test_fast_path_equals_per_iteration_path(policy_id: str, cost: str) -> None:
         assert slow.stretch_iterations == 0
         assert _canonical(fast.report()) == _canonical(slow.report()), (policy_id, seed)
         taken += fast.stretch_iterations
+        chunked += fast.chunk_stretch_iterations
     policy = POLICIES.create(policy_id, OPTIONS.get(policy_id, {}))
     declares = callable(getattr(policy, "decode_stretch", None))
     # a policy that declares the property must have had stretches to compare on
     assert (taken > 0) is declares
+    assert (chunked > 0) is callable(getattr(policy, "chunk_stretch", None))
 
 
 def test_vllm_v1_priority_and_max_model_len_equal_per_iteration() -> None:
@@ -192,33 +196,58 @@ def test_a_trace_sees_every_iteration() -> None:
     assert _canonical(untraced.report()) == _canonical(slow.report())
 
 
+def _mutate(bug: str, view: StateView, plan: PlanBuilder) -> None:
+    """One injected deviation in a plan a policy just built."""
+    item = plan.items[-1]
+    if bug == "skip":  # drop a selected row and say nothing
+        plan.items.remove(item)
+    elif bug == "key":
+        item.key = (-1, *item.key[1:])
+    elif bug == "wide":  # one row too many for a decode
+        item.end += 1
+    elif bug == "snapshot":
+        item.snapshot -= 1
+    elif bug == "over":  # one more sequence than the budget allows
+        for r in view.running:
+            if not plan.chosen(r):
+                plan.select(r, 1)
+        plan.seqs_left = 0
+        plan.items.append(plan.items[0])
+    elif bug == "narrow":  # a chunk one row narrower: legal, another trajectory
+        for it in plan.items:
+            if it.phase is Phase.PREFILL_CHUNK and it.end - it.start > 1:
+                it.end -= 1
+    elif bug == "unexplained":  # no reasons for the requests left waiting
+        plan.not_selected.clear()
+    elif bug == "defer_selected":  # a selected request also given a reason
+        plan.defer(item.req, "DEFERRED_TOKEN_BUDGET")
+
+
 class _Mutant(VllmV1Policy):
     """vllm-v1 that claims the stretch property and deviates from cut `at` on."""
 
-    def __init__(self, bug: str, at: int) -> None:
-        super().__init__({})
+    def __init__(self, bug: str, at: int, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options or {})
         self.bug = bug
         self.at = at
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         super().choose(view, plan)
-        if view.iteration < self.at or not plan.items:
-            return
-        item = plan.items[-1]
-        if self.bug == "skip":  # drop a selected row and say nothing
-            plan.items.remove(item)
-        elif self.bug == "key":
-            item.key = (-1, *item.key[1:])
-        elif self.bug == "wide":  # one row too many for a decode
-            item.end += 1
-        elif self.bug == "snapshot":
-            item.snapshot -= 1
-        elif self.bug == "over":  # one more sequence than the budget allows
-            for r in view.running:
-                if not plan.chosen(r):
-                    plan.select(r, 1)
-            plan.seqs_left = 0
-            plan.items.append(plan.items[0])
+        if view.iteration >= self.at and plan.items:
+            _mutate(self.bug, view, plan)
+
+
+class _SarathiMutant(SarathiServePolicy):
+    """sarathi-serve that claims the stretch property and deviates from cut `at` on."""
+
+    def __init__(self, bug: str, at: int) -> None:
+        self.bug = bug
+        self.at = at
+
+    def choose(self, view: StateView, plan: PlanBuilder) -> None:
+        super().choose(view, plan)
+        if view.iteration >= self.at and plan.items:
+            _mutate(self.bug, view, plan)
 
 
 @pytest.mark.parametrize("bug", ["skip", "key", "wide", "snapshot", "over"])
@@ -238,15 +267,124 @@ def test_a_mutant_is_caught_by_both_paths_at_the_same_iteration(bug: str) -> Non
     assert caught > 0
 
 
-def test_roofline_decode_form_is_step_time() -> None:
-    """`decode_step_ms(rows, context_sum)` is `step_time_ms` of the decode shape, bit for bit."""
-    cost = _cost("roofline")
+def _chunk_stretches(
+    wl: Workload,
+    options: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    policy_id: str = "vllm-v1",
+) -> list[tuple[int, int, int]]:
+    """(first iteration, length, requests waiting) of each chunk stretch of a policy on `wl`."""
+    import cbaudit.sim.stretch as stretch
+
+    found: list[tuple[int, int, int]] = []
+    real_apply = stretch._apply
+
+    def apply(engine: Engine, k: int, times: Any, free: Any, partial: Any, width: int) -> None:
+        if partial is not None:
+            found.append((engine.iteration + 1, k, len(engine.waiting)))
+        real_apply(engine, k, times, free, partial, width)
+
+    with monkeypatch.context() as m:
+        m.setattr(stretch, "_apply", apply)
+        _run(wl, POLICIES.create(policy_id, options), _cost("roofline"), stretches=True)
+    return found
+
+
+CHUNK_OPTIONS: list[dict[str, Any]] = [{}, {"scheduling": "priority"}]
+
+
+def test_chunk_stretches_happen_with_requests_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunk stretches open both with an empty waiting queue and with requests left waiting
+    behind a full token budget (the case whose not-selected reasons the contract checks), and
+    a request that arrives during one joins the queue at the next cut, where the next chunk
+    stretch starts at once (the differential tests above compare the reports)."""
+    waiting = set()
+    arrival_chained = 0
+    for seed in SEEDS:
+        for opts in CHUNK_OPTIONS:
+            spans = _chunk_stretches(_workload(seed, "ms"), opts, monkeypatch)
+            waiting |= {n > 0 for _, _, n in spans}
+            for (first, k, n), (nxt, _, m) in pairwise(spans):
+                arrival_chained += nxt == first + k and m > n
+    assert waiting == {False, True}
+    assert arrival_chained > 0
+
+
+MUTANT_OPTIONS = [("vllm-v1", {}), ("vllm-v1", {"scheduling": "priority"}), ("sarathi-serve", {})]
+
+
+@pytest.mark.parametrize(("policy_id", "options"), MUTANT_OPTIONS)
+@pytest.mark.parametrize(
+    "bug", ["skip", "key", "wide", "snapshot", "over", "narrow", "unexplained", "defer_selected"]
+)
+def test_a_mutant_inside_a_chunk_stretch_is_caught_at_the_same_iteration(
+    bug: str, policy_id: str, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deviations that start at the first, second or last cut of a chunk stretch (a dropped or
+    widened row, a forged key or snapshot, an extra sequence, a narrower chunk, reasons dropped
+    for the waiting requests or given to a selected one): both paths stop with the same
+    findings at the same iteration, or (a legal deviation) give the same report."""
+
+    def mutant(at: int) -> Any:
+        if policy_id == "sarathi-serve":
+            return _SarathiMutant(bug, at)
+        return _Mutant(bug, at, options)
+
+    caught = tried = 0
+    for seed in range(16):
+        wl = _workload(seed, "ms")
+        spans = _chunk_stretches(wl, options, monkeypatch, policy_id)[:2]
+        for at in sorted({first + d for first, k, _ in spans for d in (0, 1, k - 1)}):
+            slow = _run(wl, mutant(at), _cost("roofline"), stretches=False)
+            fast = _run(wl, mutant(at), _cost("roofline"), stretches=True)
+            got = [(f.code, f.iteration, f.message) for f in fast.findings]
+            assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
+            assert _canonical(fast.report()) == _canonical(slow.report()), (seed, at)
+            caught += bool(slow.findings)
+            tried += 1
+    assert tried > 0
+    # a narrower chunk is legal; in FCFS order no waiting request ranks ahead of the running
+    # ones, so none needs a reason
+    if bug != "narrow" and not (bug == "unexplained" and not options):
+        assert caught > 0
+
+
+def _series_ms(series: Any, j: int) -> float:
+    n0, n1, den, switch, then_n0, then_n1, then_den = series
+    if switch is not None and j >= switch:
+        return (then_n0 + j * then_n1) / then_den
+    return (n0 + j * n1) / den
+
+
+@pytest.mark.parametrize(
+    "options",
+    [ROOFLINE, {**ROOFLINE, "mfu": 0.05, "overhead_ms": 0.37}, {**ROOFLINE, "mbu": 0.2}],
+)
+def test_roofline_step_series_is_step_time(options: dict[str, Any]) -> None:
+    """`step_series` gives `step_time_ms` of every step of a decode run (B rows, contexts + j)
+    and of a chunk run (B decodes + one chunk of width w at start s + j w), bit for bit, on
+    both sides of the memory / compute crossover and with an overhead."""
+    cost = make_cost_model("roofline", options, file=None, base_dir=None)
     assert isinstance(cost, RooflineCostModel)
-    rnd = random.Random(7)
-    for _ in range(300):
-        ctx = tuple(rnd.randint(1, 20_000) for _ in range(rnd.randint(1, 64)))
-        assert cost.decode_step_ms(len(ctx), sum(ctx)) == cost.step_time_ms(StepShape(ctx, ()))
-    assert cost.decode_step_ms(0, 0) == cost.step_time_ms(StepShape((), ()))
+    rnd = random.Random(11)
+    switched = 0
+    for _ in range(150):
+        b = rnd.choice([0, 1, 2, 7, 40, 256, 1024, 4096])
+        ctx = [rnd.choice([1, 5, 300, 4000, 60_000]) for _ in range(b)]
+        w = rnd.choice([0, 1, 16, 500, 2000])
+        s = rnd.choice([0, 7, 3000])
+        width = rnd.choice([3, 40])
+        if w:  # B decodes + a chunk [s + j w, s + (j + 1) w)
+            pairs = sum(ctx) + w * s + w * (w + 1) // 2
+            series = cost.step_series(b + w, sum(ctx) + s + w, pairs, b + w, b + w * w)
+        else:
+            series = cost.step_series(b, sum(ctx), sum(ctx), b, b)
+        switched += series.switch is not None
+        for j in (*range(width), 10_000, 1_000_000):
+            chunks = ((s + j * w, s + (j + 1) * w),) if w else ()
+            shape = StepShape(tuple(x + j for x in ctx), chunks)
+            assert _series_ms(series, j) == cost.step_time_ms(shape), (b, w, s, j)
+    assert switched > 0
 
 
 def _finish_points(wl: Workload, policy_id: str, cost: str, prompts: bool = False) -> list[int]:
@@ -286,8 +424,8 @@ def test_stretches_fold_finishes_and_chain(
     folded: list[int] = []
     real_finish = stretch._finish
 
-    def finish(engine: Engine) -> bool:
-        done = real_finish(engine)
+    def finish(engine: Engine, partial: Any) -> bool:
+        done = real_finish(engine, partial)
         if done:
             folded.append(engine.iteration)
         return done
@@ -295,9 +433,9 @@ def test_stretches_fold_finishes_and_chain(
     starts: list[int] = []
     real_apply = stretch._apply
 
-    def apply(engine: Engine, k: int, times: list[float], free: int | None) -> None:
+    def apply(engine: Engine, *args: Any) -> None:
         starts.append(engine.iteration)
-        real_apply(engine, k, times, free)
+        real_apply(engine, *args)
 
     monkeypatch.setattr(stretch, "_finish", finish)
     monkeypatch.setattr(stretch, "_apply", apply)
