@@ -91,7 +91,12 @@ class ContractById(Mapping[str, RequestDecl]):
             return default
         if len(recent) >= _RECENT:
             recent.clear()
-        decl = recent[rid] = contract_decl(self._decls[i])
+        decls = self._decls
+        decl = recent[rid] = (
+            decls.contract_decl(i, rid)
+            if isinstance(decls, TraceRequests)
+            else contract_decl(decls[i])
+        )
         return decl
 
     def __contains__(self, rid: object) -> bool:

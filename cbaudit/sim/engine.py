@@ -67,7 +67,7 @@ from cbaudit.sim.request_table import (
 from cbaudit.sim.series import RunSeries, SortedCounts
 from cbaudit.sim.step import StepShape
 from cbaudit.sim.stretch import run_stretch
-from cbaudit.sim.workload import ClockUnit, Workload
+from cbaudit.sim.workload import ClockUnit, TraceRequests, Workload
 
 # module constants: reading an Enum member off its class costs an attribute lookup per use
 _DECODE = Phase.DECODE_ROW
@@ -78,6 +78,8 @@ _FINISHED = Queue.FINISHED
 # (and at least half as many as were folded before: each fold copies those, so the copying
 # stays proportional to the gaps counted)
 _TBT_FOLD = 16384
+# pending requests whose objects are made together (see `_Pending`)
+_MAKE_AHEAD = 64
 
 
 class Validation(StrEnum):
@@ -240,13 +242,16 @@ def identity_of(policy: Policy) -> PolicyIdentity:
 
 class _Pending(Sequence[LiveRequest]):
     """The requests not yet arrived, in arrival order (`Engine._pending`): each one's
-    `LiveRequest` is made when first read (at its arrival, or when the next arrival is looked
-    at) and kept by the engine from then on."""
+    `LiveRequest` and `RequestStats` are made when it is first read (at its arrival, or when
+    the next arrival is looked at), with those of the next `_MAKE_AHEAD` pending requests
+    (made together, they lie together in memory, as the loop reads them), and kept by the
+    engine from then on."""
 
-    __slots__ = ("_engine", "_order", "arrivals")
+    __slots__ = ("_engine", "_live", "_order", "arrivals")
 
     def __init__(self, engine: Engine, order: Sequence[int]) -> None:
         self._engine = engine
+        self._live = engine._live
         self._order = order  # workload indices
         # arrivals to compare with the clock (a plain trace's: C doubles)
         arrivals = engine._arrivals
@@ -256,7 +261,13 @@ class _Pending(Sequence[LiveRequest]):
         return len(self._order)
 
     def __getitem__(self, j: int) -> LiveRequest:  # type: ignore[override]
-        return self._engine._obj(self._order[j])
+        order = self._order
+        i = order[j]
+        r = self._live.get(i)
+        if r is None:
+            self._engine._make(order[j : j + _MAKE_AHEAD])
+            r = self._live[i]
+        return r
 
 
 class Engine:
@@ -383,6 +394,36 @@ class Engine:
             r = self._live[i] = new_live_request(self.workload, i)
         return r
 
+    def _make(self, order: Sequence[int]) -> None:
+        """The LiveRequest and RequestStats of each pending request in `order` not made yet."""
+        live = self._live
+        stats = self.stats
+        workload = self.workload
+        rows = workload.requests
+        if not isinstance(rows, TraceRequests):
+            for i in order:
+                if i not in live:
+                    live[i] = new_live_request(workload, i)
+                    stats[i] = RequestStats()
+            return
+        # a plain trace's rows: `new_live_request` inlined (it is once per request)
+        arrival, prompt, output, dash = rows.arrival, rows.prompt, rows.output, rows.prefix + "-"
+        for i in order:
+            if i not in live:
+                a = arrival[i]
+                live[i] = LiveRequest(
+                    i,
+                    f"{dash}{i:06d}",
+                    0,
+                    prompt[i],
+                    output[i],
+                    int(a) if a.is_integer() else a,
+                    i,
+                    0,
+                    None,
+                )
+                stats[i] = RequestStats()
+
     @property
     def reqs(self) -> list[LiveRequest]:
         """Every request's view now (for tests and fixtures): the live object, or a finished
@@ -396,7 +437,9 @@ class Engine:
     def _fold(self, r: LiveRequest) -> None:
         """A finished or rejected request: its figures to the table, its objects dropped."""
         i = r.idx
-        self.table.store(r, self.stats.pop(i, None))
+        stats = self.stats
+        self.table.store(r, stats[i])
+        stats[i] = None  # type: ignore[call-overload]
         self._live.pop(i, None)
 
     def _init_loop_state(self) -> None:
@@ -406,9 +449,10 @@ class Engine:
         self.waiting: deque[LiveRequest] = deque()
         self.running: list[LiveRequest] = []
         n = len(self.workload.requests)
-        # the stats of every arrived request not yet finished (index -> stats); a finished
-        # request's figures are in `table`
-        self.stats: dict[int, RequestStats] = {}
+        # the stats of every request made and not yet finished (`_live`), by index (None for
+        # the others: a finished request's figures are in `table`; a list, read once per
+        # served row)
+        self.stats: list[RequestStats] = [None] * n  # type: ignore[list-item]
         self.table = RequestTable(n)
         # selected request generations and tokens per iteration, as runs of equal values
         self.rows = RunSeries()
@@ -502,11 +546,9 @@ class Engine:
             return
         n = len(arrivals)
         waiting = self.waiting
-        stats = self.stats
         while i < n and arrivals[i] <= now:
             r = pending[i]
             r.queue = _WAITING
-            stats[r.idx] = RequestStats()
             waiting.append(r)
             self._enter_waiting(r)
             i += 1
@@ -909,7 +951,7 @@ class Engine:
         table = self.table
         stats = self.stats
         for i, r in self._live.items():
-            table.store(r, stats.get(i))
+            table.store(r, stats[i])
         return ReplayRun(
             workload=self.workload,
             identity=self.identity,

@@ -187,10 +187,11 @@ class RequestTable:
         self.queue[i] = _QUEUE_CODE[r.queue]
         self.terminal[i] = r.terminal
         self.ready[i] = r.ready
-        if r.readiness_reason is None:
+        reason = r.readiness_reason
+        if reason is not None:
+            self.readiness[i] = reason
+        elif self.readiness:
             self.readiness.pop(i, None)
-        else:
-            self.readiness[i] = r.readiness_reason
         if st is None:
             return
         self.first_scheduled[i] = _NAN if st.first_scheduled is None else st.first_scheduled

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from cbaudit.contract.records import DEFAULT_TIE_BREAK_KEY, Budgets, Phase, PolicyIdentity, TieBreak
+from cbaudit.contract.records import RequestDecl as ContractDecl
 from cbaudit.io.loader import Document, load_document
 from cbaudit.model import Finding, InputError, Location
 
@@ -69,10 +70,11 @@ class TraceRequests(Sequence[RequestDecl]):
     request instead of a record, an id string, a number object per field and a dict entry.
     """
 
-    __slots__ = ("arrival", "output", "prefix", "prompt")
+    __slots__ = ("_dash", "arrival", "output", "prefix", "prompt")
 
     def __init__(self, prefix: str, arrival: array[float], prompt: array[int], output: array[int]):
         self.prefix = prefix
+        self._dash = prefix + "-"
         self.arrival = arrival  # ms, as C doubles (comparisons and arithmetic need no int)
         self.prompt = prompt
         self.output = output
@@ -90,14 +92,30 @@ class TraceRequests(Sequence[RequestDecl]):
 
     def index_of(self, rid: object) -> int | None:
         """The row of request id `rid` (None: no such request)."""
-        prefix = self.prefix
-        if not isinstance(rid, str) or not rid.startswith(prefix) or len(rid) < len(prefix) + 7:
+        dash = self._dash
+        if type(rid) is not str or not rid.startswith(dash):
             return None
-        digits = rid[len(prefix) + 1 :]
-        if rid[len(prefix)] != "-" or not digits.isascii() or not digits.isdigit():
+        try:
+            i = int(rid[len(dash) :])
+        except ValueError:
             return None
-        i = int(digits)
-        return i if i < len(self.arrival) and digits == f"{i:06d}" else None
+        # (the id made back from i is the only spelling: no sign, space, "_" or other digits)
+        return i if 0 <= i < len(self.arrival) and rid == f"{dash}{i:06d}" else None
+
+    def contract_decl(self, i: int, rid: str) -> ContractDecl:
+        """Row i (request `rid`) as the contract's declaration record, without a record of
+        this module's in between (`contract_view.contract_decl` of `self[i]`)."""
+        return ContractDecl(
+            request_id=rid,
+            arrival=self.arrival_at(i),
+            prompt_tokens=self.prompt[i],
+            max_output_tokens=self.output[i],
+            request_generation=0,
+            arrival_order=i,
+            client=None,
+            priority=0,
+            slo=None,
+        )
 
     def _decl(self, i: int) -> RequestDecl:
         return RequestDecl(

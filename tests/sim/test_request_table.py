@@ -13,7 +13,7 @@ import pytest
 from cbaudit.contract.records import Queue
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.cost_unit import UnitCostModel
-from cbaudit.sim.engine import Engine, ReplayRun
+from cbaudit.sim.engine import _MAKE_AHEAD, Engine, ReplayRun
 from cbaudit.sim.metrics import _per_request, ms_converter, request_times, summarize
 from cbaudit.sim.replay import make_cost_model
 from cbaudit.sim.request_table import (
@@ -52,26 +52,28 @@ def _budgets(policy: str) -> dict[str, Any]:
 @pytest.mark.parametrize("policy", ["vllm-v1", "orca", "sarathi-serve", "static"])
 @pytest.mark.parametrize("stretches", [True, False])
 def test_the_engine_holds_objects_for_live_requests_only(policy: str, stretches: bool) -> None:
-    """After every iteration the engine's stats are those of the queued requests, and its
-    objects those plus at most the next arrival (looked at, not yet arrived); at the end of a
-    completed run it holds none, and every request's row says finished."""
-    wl = manifest(_staggered(45), _budgets(policy))
+    """After every iteration the engine's objects and stats are those of the queued requests
+    and of at most the next `_MAKE_AHEAD` arrivals (made together when the next arrival is
+    looked at); at the end of a completed run it holds none, and every row says finished."""
+    spread = [{**r, "arrival": 2 * i} for i, r in enumerate(_staggered(300))]
+    wl = manifest(spread, _budgets(policy))
     engine = Engine(wl, POLICIES.create(policy), UnitCostModel(), stretches=stretches)
     engine.start()
-    peak = 0
+    peak = peak_made = 0
     while engine.stop is None and engine.finished < engine.target:
         engine.iterate()
         queued = {r.idx for r in engine.running} | {r.idx for r in engine.waiting}
-        assert set(engine.stats) == queued
-        extra = set(engine._live) - queued
-        nxt = engine._pending._order[engine._next] if engine._next < len(engine._pending) else -1
-        assert extra <= {nxt}
-        peak = max(peak, len(engine._live))
+        made = {i for i, st in enumerate(engine.stats) if st is not None}
+        assert made == set(engine._live) and queued <= made
+        ahead = set(engine._pending._order[engine._next : engine._next + _MAKE_AHEAD])
+        assert made - queued <= ahead
+        peak = max(peak, len(queued))
+        peak_made = max(peak_made, len(made))
     run = engine.report()
     assert run.stop_reason == "completed" and run.findings == []
-    assert 0 < peak < 45
-    assert engine._live == {} and engine.stats == {}
-    assert list(run.table.queue) == [QUEUES.index(Queue.FINISHED)] * 45
+    assert 0 < peak <= peak_made <= peak + _MAKE_AHEAD < 300
+    assert engine._live == {} and engine.stats == [None] * 300
+    assert list(run.table.queue) == [QUEUES.index(Queue.FINISHED)] * 300
     assert all(st.finish_reason in ("eos", "max_output_tokens") for st in run.stats)
 
 
@@ -202,7 +204,7 @@ def test_a_report_taken_twice_is_the_same_and_keeps_the_live_requests() -> None:
     assert live and all(r.queue is not Queue.FINISHED for r in live.values())
     for i, r in live.items():  # the rows of the live requests are their objects now
         assert first.requests[i].c == r.c and first.requests[i].queue is r.queue
-        assert first.stats[i] == engine.stats.get(i, RequestStats())
+        assert first.stats[i] == engine.stats[i]
     second = engine.report()
     assert summarize(second) == summarize(first)
     assert engine._live == live

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from cbaudit.sim.contract_view import contract_decl, contract_manifest
 from cbaudit.sim.workload import (
     TraceIndex,
     TraceRealized,
@@ -64,6 +65,13 @@ def test_trace_columns_answer_as_the_records_do(tmp_path: Path) -> None:
         assert bad not in position and position.get(bad) is None  # type: ignore[arg-type]
         assert bad not in fast.hidden_realized
     assert rows.index_of("splitwise-000299") == 299
+    for i in (0, 7, 299):  # the contract's record, made from the columns directly
+        assert rows.contract_decl(i, rows.request_id(i)) == contract_decl(slow.requests[i])
+    lazy = contract_manifest(fast, fast.position_index())
+    eager = contract_manifest(slow, slow.position_index())
+    assert list(lazy.requests) == list(eager.requests) and lazy.clients == eager.clients
+    for rid in ("splitwise-000000", "splitwise-000150", "splitwise-000299", "nope"):
+        assert lazy.by_id.get(rid) == eager.by_id.get(rid)
 
 
 def test_ids_past_a_million_rows_keep_their_digits() -> None:
