@@ -18,7 +18,7 @@ from typing import overload
 
 from cbaudit.contract.records import RequestDecl, Slo, WorkloadManifest
 from cbaudit.sim.workload import RequestDecl as SimDecl
-from cbaudit.sim.workload import Workload
+from cbaudit.sim.workload import TraceRequests, Workload
 
 
 def contract_decl(d: SimDecl) -> RequestDecl:
@@ -91,7 +91,12 @@ class ContractById(Mapping[str, RequestDecl]):
             return default
         if len(recent) >= _RECENT:
             recent.clear()
-        decl = recent[rid] = contract_decl(self._decls[i])
+        decls = self._decls
+        decl = recent[rid] = (
+            decls.contract_decl(i, rid)
+            if isinstance(decls, TraceRequests)
+            else contract_decl(decls[i])
+        )
         return decl
 
     def __contains__(self, rid: object) -> bool:
@@ -112,7 +117,11 @@ def contract_manifest(workload: Workload, index: Mapping[str, int]) -> WorkloadM
     """
     head = WorkloadManifest.from_json(workload.to_manifest(with_requests=False))
     decls = workload.requests
-    clients = frozenset(d.client for d in decls if d.client is not None)
+    clients = (
+        frozenset()  # a plain trace declares no clients
+        if isinstance(decls, TraceRequests)
+        else frozenset(d.client for d in decls if d.client is not None)
+    )
     # the record's derived fields, set as its own __post_init__ sets them
     object.__setattr__(head, "requests", ContractRequests(decls))
     object.__setattr__(head, "by_id", ContractById(decls, index))

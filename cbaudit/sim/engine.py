@@ -57,10 +57,17 @@ from cbaudit.policies.base import (
 )
 from cbaudit.policies.budget import blocks_held
 from cbaudit.sim.records_io import UNSTATED_REASON, plan_json, result_json, state_json
+from cbaudit.sim.request_table import (
+    RequestStats,
+    RequestTable,
+    new_live_request,
+    request_rows,
+    stats_rows,
+)
 from cbaudit.sim.series import RunSeries, SortedCounts
 from cbaudit.sim.step import StepShape
 from cbaudit.sim.stretch import run_stretch
-from cbaudit.sim.workload import ClockUnit, Workload
+from cbaudit.sim.workload import ClockUnit, TraceRequests, Workload
 
 # module constants: reading an Enum member off its class costs an attribute lookup per use
 _DECODE = Phase.DECODE_ROW
@@ -71,6 +78,8 @@ _FINISHED = Queue.FINISHED
 # (and at least half as many as were folded before: each fold copies those, so the copying
 # stays proportional to the gaps counted)
 _TBT_FOLD = 16384
+# pending requests whose objects are made together (see `_Pending`)
+_MAKE_AHEAD = 64
 
 
 class Validation(StrEnum):
@@ -101,21 +110,7 @@ class EngineFinding:
     record: str  # "state" | "plan" | "result" | "engine"
 
 
-@dataclass(slots=True)
-class RequestStats:
-    """Clocks of one request (clock units; None when the event did not happen)."""
-
-    first_scheduled: float | None = None
-    first_scheduled_iteration: int | None = None
-    first_token: float | None = None
-    last_token: float | None = None
-    finished: float | None = None
-    finish_reason: str | None = None
-    tbt_max: float = 0.0
-    tbt_count: int = 0
-    recompute_tokens: int = 0
-    scheduled_tokens: int = 0  # completed rows (prefill, decode and recompute)
-    served_iterations: int = 0
+__all__ = ["RequestStats"]  # re-exported: its home is cbaudit.sim.request_table
 
 
 @dataclass
@@ -124,8 +119,9 @@ class ReplayRun:
 
     workload: Workload
     identity: PolicyIdentity
-    requests: list[LiveRequest]
-    stats: list[RequestStats]
+    # every request's final view and stats, one row per declaration (`requests` and `stats`
+    # rebuild objects from it on access)
+    table: RequestTable
     # selected request generations and scheduled tokens per iteration (index i -> i+1), as
     # runs of equal values
     rows_per_iteration: RunSeries
@@ -139,6 +135,16 @@ class ReplayRun:
     slot_clock: bool  # True: one iteration per clock tick (the unit cost model)
     validation: Validation
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def requests(self) -> Sequence[LiveRequest]:
+        """Every request's final view (rebuilt from the table on access)."""
+        return request_rows(self.table, self.workload)
+
+    @property
+    def stats(self) -> Sequence[RequestStats]:
+        """Every request's stats (rebuilt from the table on access)."""
+        return stats_rows(self.table, self.workload)
 
 
 class Executed:
@@ -234,14 +240,34 @@ def identity_of(policy: Policy) -> PolicyIdentity:
     )
 
 
-def _slo_units(limit_ms: float | None, workload: Workload) -> float | None:
-    """An SLO limit in milliseconds as clock units (None when undeclared or not convertible)."""
-    if limit_ms is None:
-        return None
-    if workload.clock.unit is ClockUnit.MS:
-        return float(limit_ms)
-    tick_ms = workload.clock.tick_ms
-    return None if tick_ms is None else limit_ms / tick_ms
+class _Pending(Sequence[LiveRequest]):
+    """The requests not yet arrived, in arrival order (`Engine._pending`): each one's
+    `LiveRequest` and `RequestStats` are made when it is first read (at its arrival, or when
+    the next arrival is looked at), with those of the next `_MAKE_AHEAD` pending requests
+    (made together, they lie together in memory, as the loop reads them), and kept by the
+    engine from then on."""
+
+    __slots__ = ("_engine", "_live", "_order", "arrivals")
+
+    def __init__(self, engine: Engine, order: Sequence[int]) -> None:
+        self._engine = engine
+        self._live = engine._live
+        self._order = order  # workload indices
+        # arrivals to compare with the clock (a plain trace's: C doubles)
+        arrivals = engine._arrivals
+        self.arrivals = arrivals if isinstance(order, range) else [arrivals[i] for i in order]
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __getitem__(self, j: int) -> LiveRequest:  # type: ignore[override]
+        order = self._order
+        i = order[j]
+        r = self._live.get(i)
+        if r is None:
+            self._engine._make(order[j : j + _MAKE_AHEAD])
+            r = self._live[i]
+        return r
 
 
 class Engine:
@@ -298,9 +324,11 @@ class Engine:
             b.long_prefill_token_threshold,
         )
         self.key_fn = key_function(policy.tie_break_key, policy.phase_order)
-        self.reqs: list[LiveRequest] = []
-        self.realized: list[int] = []  # executor only: hidden truth, never shown to policies
-        self._declare_requests(workload)
+        # per request: arrival, prompt tokens, max_output_tokens and (executor only: hidden
+        # truth, never shown to policies) the realized output
+        self._arrivals, self._prompts, self._max_outs, self.realized = workload.columns()
+        # the LiveRequest of every request made and not yet finished (made at arrival)
+        self._live: dict[int, LiveRequest] = {}
         self.initial = dict(initial or {})
         # test hook: also validate full records every iteration and require the same issues
         self.cross_check = cross_check and validation is not Validation.OFF
@@ -349,10 +377,7 @@ class Engine:
         (`cbaudit.sim.contract_view`: no second copy of a large workload)."""
         from cbaudit.sim.contract_view import contract_manifest
 
-        index: dict[str, int] = {}
-        for r in self.reqs:
-            index.setdefault(r.rid, r.idx)
-        return contract_manifest(self.workload, index)
+        return contract_manifest(self.workload, self.workload.position_index())
 
     def _ms_per_unit(self, workload: Workload) -> float:
         """Milliseconds per clock unit for the cost model's step times."""
@@ -368,25 +393,61 @@ class Engine:
             pointer="/clock",
         )
 
-    def _declare_requests(self, workload: Workload) -> None:
-        """One live request view per declaration; the hidden truth kept apart."""
-        for i, d in enumerate(workload.requests):
-            r = LiveRequest(
-                i,
-                d.request_id,
-                d.request_generation,
-                d.prompt_tokens,
-                d.max_output_tokens,
-                d.arrival,
-                d.arrival_order,
-                d.priority,
-                d.client,
-            )
-            if d.slo is not None:
-                r.ttft_limit = _slo_units(d.slo.get("ttft_ms"), workload)
-                r.tbt_limit = _slo_units(d.slo.get("tbt_ms"), workload)
-            self.reqs.append(r)
-            self.realized.append(workload.realized_output(d))
+    def _obj(self, i: int) -> LiveRequest:
+        """The LiveRequest of declaration `i`, made on first use (a finished request's is
+        gone: read it from `self.table`)."""
+        r = self._live.get(i)
+        if r is None:
+            r = self._live[i] = new_live_request(self.workload, i)
+        return r
+
+    def _make(self, order: Sequence[int]) -> None:
+        """The LiveRequest and RequestStats of each pending request in `order` not made yet."""
+        live = self._live
+        stats = self.stats
+        workload = self.workload
+        rows = workload.requests
+        if not isinstance(rows, TraceRequests):
+            for i in order:
+                if i not in live:
+                    live[i] = new_live_request(workload, i)
+                    stats[i] = RequestStats()
+            return
+        # a plain trace's rows: `new_live_request` inlined (it is once per request)
+        arrival, prompt, output, dash = rows.arrival, rows.prompt, rows.output, rows.prefix + "-"
+        for i in order:
+            if i not in live:
+                a = arrival[i]
+                live[i] = LiveRequest(
+                    i,
+                    f"{dash}{i:06d}",
+                    0,
+                    prompt[i],
+                    output[i],
+                    int(a) if a.is_integer() else a,
+                    i,
+                    0,
+                    None,
+                )
+                stats[i] = RequestStats()
+
+    @property
+    def reqs(self) -> list[LiveRequest]:
+        """Every request's view now (for tests and fixtures): the live object, or a finished
+        request's rebuilt from the table; makes the objects of requests not yet arrived."""
+        table = self.table
+        return [
+            table.live_request_at(self.workload, i) if table.queue[i] == 3 else self._obj(i)
+            for i in range(table.n)
+        ]
+
+    def _fold(self, r: LiveRequest) -> None:
+        """A finished or rejected request: its figures to the table, its objects dropped."""
+        i = r.idx
+        stats = self.stats
+        self.table.store(r, stats[i])
+        stats[i] = None  # type: ignore[call-overload]
+        self._live.pop(i, None)
 
     def _init_loop_state(self) -> None:
         """The loop's state before the first cut (queues, clock, counters, series)."""
@@ -394,7 +455,12 @@ class Engine:
         self.free: int | None = self.budgets.kv_total_blocks if bs is not None else None
         self.waiting: deque[LiveRequest] = deque()
         self.running: list[LiveRequest] = []
-        self.stats = [RequestStats() for _ in self.reqs]
+        n = len(self.workload.requests)
+        # the stats of every request made and not yet finished (`_live`), by index (None for
+        # the others: a finished request's figures are in `table`; a list, read once per
+        # served row)
+        self.stats: list[RequestStats] = [None] * n  # type: ignore[list-item]
+        self.table = RequestTable(n)
         # selected request generations and tokens per iteration, as runs of equal values
         self.rows = RunSeries()
         self.tokens_iter = RunSeries()
@@ -406,11 +472,11 @@ class Engine:
         self.iteration = 0  # executed (or idle slot-clock) iterations
         self.version = 0  # published cuts (= decisions)
         self.finished = 0
-        self.target = len(self.reqs)  # the replay completes when this many have finished
+        self.target = n  # the replay completes when this many have finished
         self.preemptions = 0
         self.stop: str | None = None  # why the replay ended (None while it runs)
         self.live: LiveContract | None = None
-        self._pending: list[LiveRequest] = []  # not yet arrived, in arrival order
+        self._pending: _Pending = _Pending(self, ())  # not yet arrived, in arrival order
         self._next = 0  # index in `_pending` of the next arrival
         self._keep_done = self._contract is not None or self.trace is not None
         self._records: tuple[Any, Any] = (None, None)  # this cut's state and plan JSON
@@ -431,22 +497,27 @@ class Engine:
         the refusal of a replay that could never end."""
         if self._contract is not None:
             self.live = LiveContract(self._contract, unstated_reason=UNSTATED_REASON)
+        n = self.table.n
         if self.initial:
             self._apply_initial()
-        self._pending = [r for r in self.reqs if r.queue is None]
+            live = self._live
+            order: Sequence[int] = [i for i in range(n) if i not in live or live[i].queue is None]
+        else:
+            order = range(n)
+        self._pending = _Pending(self, order)
         if self.trace is not None:
             self.trace.write("workload", self.workload.to_manifest())
         # Only an unbounded replay is refused up front: one bounded by a horizon or a decision
         # count (a snapshot replayed for one decision) ends anyway and may be exactly that.
         if self.horizon is None and self.max_decisions is None:
-            too_large = self._exceeding_pool(self.reqs)
+            too_large = self._exceeding_pool()
             if too_large:
                 self.findings.extend(too_large[: self.max_findings])
                 self.stop = "kv_capacity"  # a request that can never fit would cycle forever
         # A livelock detector: iterations in a row that completed work but no semantic service
         # (only rows rebuilt after preemption). Real progress always completes a semantic row
         # or an output; outstanding rebuild work is bounded by the rows of the whole workload.
-        self._stall_limit = 2 * sum(r.p + self.realized[r.idx] for r in self.reqs) + 1000
+        self._stall_limit = 2 * (sum(self._prompts) + sum(self.realized)) + 1000
 
     def iterate(self) -> None:
         """One pass of the control loop: arrivals, then one decision, checked and carried out."""
@@ -475,13 +546,14 @@ class Engine:
     def admit(self) -> None:
         """Requests that have arrived by `now` join the back of the waiting queue."""
         pending = self._pending
+        arrivals = pending.arrivals
         i = self._next
         now = self.now
-        if i >= len(pending) or pending[i].arrival > now:
+        if i >= len(arrivals) or arrivals[i] > now:
             return
-        n = len(pending)
+        n = len(arrivals)
         waiting = self.waiting
-        while i < n and pending[i].arrival <= now:
+        while i < n and arrivals[i] <= now:
             r = pending[i]
             r.queue = _WAITING
             waiting.append(r)
@@ -494,7 +566,7 @@ class Engine:
         if self._next >= len(self._pending):
             self.stop = "completed"
             return
-        nxt = self._pending[self._next].arrival
+        nxt = self._pending.arrivals[self._next]
         if self.slot_clock:
             nxt = float(math.ceil(nxt))
             gap = int(nxt - self.now)
@@ -689,6 +761,7 @@ class Engine:
             self.finished += 1
             if self.live is not None:
                 self.live.forget(r)
+            self._fold(r)
         gone = {r.idx for r in rejected}
         kept = [r for r in self.waiting if r.idx not in gone]
         self.waiting.clear()
@@ -816,7 +889,7 @@ class Engine:
         if plan.preempted or plan.rejected:
             return
         if self._next < len(self._pending):
-            nxt = self._pending[self._next].arrival
+            nxt = self._pending.arrivals[self._next]
             if self.slot_clock:
                 nxt = float(max(math.ceil(nxt), self.now + 1))
                 self._idle_iterations(int(nxt - self.now))
@@ -892,6 +965,8 @@ class Engine:
         if self.live is not None:
             for r, _ in terminal:
                 self.live.forget(r)
+        for r, _ in terminal:
+            self._fold(r)
         self.finished += len(terminal)
         self.running = [r for r in self.running if not r.terminal]
 
@@ -917,12 +992,16 @@ class Engine:
         return False
 
     def report(self) -> ReplayRun:
-        """Everything the replay produced, for the metrics module."""
+        """Everything the replay produced, for the metrics module (the requests still live
+        are stored in the table too, and kept: the report can be taken again)."""
+        table = self.table
+        stats = self.stats
+        for i, r in self._live.items():
+            table.store(r, stats[i])
         return ReplayRun(
             workload=self.workload,
             identity=self.identity,
-            requests=self.reqs,
-            stats=self.stats,
+            table=table,
             rows_per_iteration=self.rows,
             tokens_per_iteration=self.tokens_iter,
             tbt_counts=self._tbt_folded.merged(self.tbt) if self._tbt_folded else self.tbt,
@@ -943,7 +1022,7 @@ class Engine:
         if self.live is not None:
             self.live.enter_waiting(r)
 
-    def _exceeding_pool(self, reqs: Sequence[LiveRequest]) -> list[EngineFinding]:
+    def _exceeding_pool(self) -> list[EngineFinding]:
         """Requests whose rows can never fit the KV pool, even alone (they would cycle forever).
 
         A request emitting n tokens holds p + n - 1 computed rows when it computes its last
@@ -955,15 +1034,18 @@ class Engine:
         if bs is None or total is None:
             return []
         out = []
-        for r in reqs:
-            n_out = min(self.realized[r.idx], r.max_out)
-            rows = r.p + n_out - 1
+        realized = self.realized
+        max_outs = self._max_outs
+        for i, p in enumerate(self._prompts):
+            n_out = min(realized[i], max_outs[i])
+            rows = p + n_out - 1
             need = -(-rows // bs)
             if need > total:
                 out.append(
                     EngineFinding(
                         "REPLAY.KV.REQUEST_EXCEEDS_POOL",
-                        f"{r.rid} needs {rows} K/V rows ({r.p} prompt + {n_out} outputs - 1) ="
+                        f"{self.workload.requests[i].request_id} needs {rows} K/V rows"
+                        f" ({p} prompt + {n_out} outputs - 1) ="
                         f" {need} blocks of {bs}, but the pool has {total} blocks: it could"
                         " never finish, so the replay did not start",
                         0,
@@ -1026,16 +1108,19 @@ class Engine:
 
     def _apply_initial(self) -> None:
         """Put the requests an initial state names into its queues with its frontiers."""
-        by_id = {r.rid: r for r in self.reqs}
+        by_id: dict[str, int] = {}
+        for i, d in enumerate(self.workload.requests):
+            by_id.setdefault(d.request_id, i)
         bs = self.budgets.kv_block_size
         for rid, init in self.initial.items():
-            r = by_id.get(rid)
-            if r is None:
+            at = by_id.get(rid)
+            if at is None:
                 raise InputError.at(
                     "REPLAY.INITIAL.UNKNOWN_REQUEST",
                     f"initial state names {rid!r}, which the workload does not declare",
                     self.workload.source,
                 )
+            r = self._obj(at)
             r.e = init.emitted
             r.c = init.computed
             r.snapshot = init.snapshot_version
@@ -1048,17 +1133,25 @@ class Engine:
             if init.queue is _FINISHED:
                 r.terminal = True
                 r.ready = False
-        for r in self.reqs:  # queue order follows the workload's arrival order
+        placed = sorted(i for i, r in self._live.items() if r.queue is not None)
+        finished = 0
+        for i in placed:  # queue order follows the workload's arrival order
+            r = self._live[i]
             if r.rid in self.initial:
+                if r.queue is not _FINISHED:
+                    self.stats[i] = RequestStats()
                 if r.queue is _RUNNING:
                     self.running.append(r)
                     if self.state_pool is not None:
                         self.state_pool.acquire(r)
                 elif r.queue is _WAITING:
                     self.waiting.append(r)
+            if r.queue is _FINISHED:
+                finished += 1
+                self._fold(r)
         if self.free is not None:
             self.free -= sum(r.blocks for r in self.running)
-        self.finished = sum(1 for r in self.reqs if r.queue is _FINISHED)
+        self.finished = finished
         for r in self.waiting:
             self._enter_waiting(r)
         if self.live is not None:

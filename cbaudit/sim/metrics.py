@@ -192,13 +192,25 @@ def request_times(
     request: LiveRequest, stats: RequestStats
 ) -> tuple[float | None, float | None, float | None, float | None]:
     """One request's (queue delay, TTFT, E2E, TPOT) in clock units; None where undefined."""
-    arrival = request.arrival
-    q = None if stats.first_scheduled is None else stats.first_scheduled - arrival
-    t1 = None if stats.first_token is None else stats.first_token - arrival
-    end = None if stats.finished is None else stats.finished - arrival
+    return _times(
+        request.arrival, request.e, stats.first_scheduled, stats.first_token, stats.finished
+    )
+
+
+def _times(
+    arrival: float,
+    e: int,
+    first_scheduled: float | None,
+    first_token: float | None,
+    finished: float | None,
+) -> tuple[float | None, float | None, float | None, float | None]:
+    """`request_times` from the figures themselves (the one formula for objects and table)."""
+    q = None if first_scheduled is None else first_scheduled - arrival
+    t1 = None if first_token is None else first_token - arrival
+    end = None if finished is None else finished - arrival
     tp = None
-    if stats.finished is not None and stats.first_token is not None and request.e >= 2:
-        tp = (stats.finished - stats.first_token) / (request.e - 1)
+    if finished is not None and first_token is not None and e >= 2:
+        tp = (finished - first_token) / (e - 1)
     return q, t1, end, tp
 
 
@@ -237,7 +249,7 @@ def summarize(
         "iterations": run.iterations,
         "end_time": _num(run.end_time),
         "end_time_ms": end_ms,
-        "requests_total": len(run.requests),
+        "requests_total": run.table.n,
         "requests_finished": per.finished,
         "output_tokens": outputs,
         "scheduled_tokens": run.tokens_per_iteration.total(),
@@ -335,14 +347,31 @@ def _per_request(
 ) -> _PerRequest:
     """The latency samples and totals of every request (and, with `keep`, their records)."""
     per = _PerRequest()
-    for r, st in zip(run.requests, run.stats, strict=True):
-        per.outputs += r.e
-        per.recompute += st.recompute_tokens
+    table = run.table
+    workload = run.workload
+    emitted = table.e
+    first_scheduled = table.first_scheduled
+    first_token = table.first_token
+    finished = table.finished
+    per.outputs = sum(emitted)
+    per.recompute = sum(table.recompute_tokens)
+    arrivals = workload.columns()[0]
+    for i in range(table.n):
         if keep:
-            rec, (q, t1, end, tp) = request_record(r, st, to_ms)
+            r = table.live_request_at(workload, i)
+            rec, (q, t1, end, tp) = request_record(r, table.stats_at(i), to_ms)
             per.records[r.rid] = rec
-        else:
-            q, t1, end, tp = request_times(r, st)
+        else:  # the table's columns straight (NaN: absent)
+            fs = first_scheduled[i]
+            ft = first_token[i]
+            fin = finished[i]
+            q, t1, end, tp = _times(
+                arrivals[i],
+                emitted[i],
+                None if fs != fs else fs,
+                None if ft != ft else ft,
+                None if fin != fin else fin,
+            )
         if q is not None:
             per.qdelay.append(q)
         if t1 is not None:

@@ -44,7 +44,7 @@ from cbaudit.sim import replay as core
 from cbaudit.sim.engine import ReplayRun, TraceSink
 from cbaudit.sim.metrics import json_number, ms_converter, request_times
 from cbaudit.sim.series import SortedCounts
-from cbaudit.sim.workload import Workload, load_workload, workload_from_data
+from cbaudit.sim.workload import TraceRequests, Workload, load_workload, workload_from_data
 
 # Sample names follow registry/metrics.yaml so compare-results knows each direction.
 SAMPLE_METRICS: tuple[str, ...] = ("queue_delay", "ttft", "tbt", "tpot", "e2e_latency")
@@ -337,7 +337,12 @@ def _load(workload: Workload, source: WorkloadSource) -> str:
 
 
 def _slo(workload: Workload, options: core.ReplayOptions) -> str:
-    declared = sorted({canon(dict(r.slo)) for r in workload.requests if r.slo is not None})
+    reqs = workload.requests
+    declared = (
+        []  # a plain trace declares no SLOs
+        if isinstance(reqs, TraceRequests)
+        else sorted({canon(dict(r.slo)) for r in reqs if r.slo is not None})
+    )
     parts: dict[str, Any] = {}
     if options.goodput:
         parts["goodput_ms"] = dict(sorted(options.goodput.items()))

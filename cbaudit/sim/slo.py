@@ -194,13 +194,13 @@ def outcomes_from_run(
     end_ms = run.end_time * factor
     window = end_ms if window_ms is None else float(window_ms)
     tokens_exact = end_ms <= window
-    decls = {d.request_id: d for d in run.workload.requests}
+    decls = run.workload.requests
     out: list[RequestOutcome] = []
-    for r, st in zip(run.requests, run.stats, strict=True):
+    for i, (r, st) in enumerate(zip(run.requests, run.stats, strict=True)):
         arrival = r.arrival * factor
         if arrival > window:
             continue  # not part of the offered cohort of this window
-        decl = decls[r.rid]
+        decl = decls[i]
         limits = dict(goodput) if goodput else {k: float(v) for k, v in (decl.slo or {}).items()}
         if st.finish_reason == "rejected":
             out.append(

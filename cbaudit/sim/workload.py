@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from cbaudit.contract.records import DEFAULT_TIE_BREAK_KEY, Budgets, Phase, PolicyIdentity, TieBreak
+from cbaudit.contract.records import RequestDecl as ContractDecl
 from cbaudit.io.loader import Document, load_document
 from cbaudit.model import Finding, InputError, Location
 
@@ -58,6 +60,179 @@ class RequestDecl:
     slo: Mapping[str, float] | None = None
 
 
+class TraceRequests(Sequence[RequestDecl]):
+    """A plain trace's declarations as C arrays, each `RequestDecl` made on access.
+
+    Row i is request `<prefix>-NNNNNN` (i, at least six digits) with arrival order i, no
+    client, priority or SLO, and `max_output_tokens` = its realized output (`TraceRealized`).
+    An arrival reads back as the value it was read as: an int when integral, else a float
+    (`trace_requests` only builds one where a C double holds both exactly). About 24 bytes a
+    request instead of a record, an id string, a number object per field and a dict entry.
+    """
+
+    __slots__ = ("_dash", "arrival", "output", "prefix", "prompt")
+
+    def __init__(self, prefix: str, arrival: array[float], prompt: array[int], output: array[int]):
+        self.prefix = prefix
+        self._dash = prefix + "-"
+        self.arrival = arrival  # ms, as C doubles (comparisons and arithmetic need no int)
+        self.prompt = prompt
+        self.output = output
+
+    def __len__(self) -> int:
+        return len(self.arrival)
+
+    def request_id(self, i: int) -> str:
+        return f"{self.prefix}-{i:06d}"
+
+    def arrival_at(self, i: int) -> int | float:
+        """Row i's arrival as read: an int when integral."""
+        a = self.arrival[i]
+        return int(a) if a.is_integer() else a
+
+    def index_of(self, rid: object) -> int | None:
+        """The row of request id `rid` (None: no such request)."""
+        dash = self._dash
+        if type(rid) is not str or not rid.startswith(dash):
+            return None
+        try:
+            i = int(rid[len(dash) :])
+        except ValueError:
+            return None
+        # (the id made back from i is the only spelling: no sign, space, "_" or other digits)
+        return i if 0 <= i < len(self.arrival) and rid == f"{dash}{i:06d}" else None
+
+    def contract_decl(self, i: int, rid: str) -> ContractDecl:
+        """Row i (request `rid`) as the contract's declaration record, without a record of
+        this module's in between (`contract_view.contract_decl` of `self[i]`)."""
+        return ContractDecl(
+            request_id=rid,
+            arrival=self.arrival_at(i),
+            prompt_tokens=self.prompt[i],
+            max_output_tokens=self.output[i],
+            request_generation=0,
+            arrival_order=i,
+            client=None,
+            priority=0,
+            slo=None,
+        )
+
+    def _decl(self, i: int) -> RequestDecl:
+        return RequestDecl(
+            self.request_id(i), self.arrival_at(i), i, self.prompt[i], self.output[i]
+        )
+
+    @overload
+    def __getitem__(self, i: int) -> RequestDecl: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[RequestDecl, ...]: ...
+    def __getitem__(self, i: int | slice) -> RequestDecl | tuple[RequestDecl, ...]:
+        n = len(self.arrival)
+        if isinstance(i, slice):
+            return tuple(self._decl(j) for j in range(*i.indices(n)))
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return self._decl(i)
+
+    def __iter__(self) -> Iterator[RequestDecl]:
+        return (self._decl(i) for i in range(len(self.arrival)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TraceRequests):
+            return (self.prefix, self.arrival, self.prompt, self.output) == (
+                other.prefix,
+                other.arrival,
+                other.prompt,
+                other.output,
+            )
+        if isinstance(other, Sequence):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+
+class TraceRealized(Mapping[str, int]):
+    """A plain trace's hidden truth: every request's realized output (its `output` column)."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: TraceRequests) -> None:
+        self._rows = rows
+
+    def __getitem__(self, rid: str) -> int:
+        i = self._rows.index_of(rid)
+        if i is None:
+            raise KeyError(rid)
+        return self._rows.output[i]
+
+    def __contains__(self, rid: object) -> bool:
+        return self._rows.index_of(rid) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        rows = self._rows
+        return (rows.request_id(i) for i in range(len(rows)))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+class TraceIndex(Mapping[str, int]):
+    """A plain trace's request id -> row (`WorkloadManifest.position_of`), without a dict."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: TraceRequests) -> None:
+        self._rows = rows
+
+    def __getitem__(self, rid: str) -> int:
+        i = self._rows.index_of(rid)
+        if i is None:
+            raise KeyError(rid)
+        return i
+
+    def get(self, rid: str, default: Any = None) -> Any:
+        i = self._rows.index_of(rid)
+        return default if i is None else i
+
+    def __contains__(self, rid: object) -> bool:
+        return self._rows.index_of(rid) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        rows = self._rows
+        return (rows.request_id(i) for i in range(len(rows)))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+def int_array(values: Iterable[int]) -> array[int]:
+    """`values` as C ints (4 bytes each), or C long longs when one does not fit."""
+    seq = values if isinstance(values, Sequence) else list(values)
+    try:
+        return array("i", seq)
+    except OverflowError:
+        return array("q", seq)
+
+
+def trace_requests(
+    prefix: str, arrivals: Sequence[int | float], prompts: Sequence[int], outputs: Sequence[int]
+) -> TraceRequests | None:
+    """The columns of a plain trace's rows, or None when a C double or a C long long cannot
+    give a value back exactly as it is (an int arrival of 2**53 or more, an integral float
+    arrival, a token count of 2**63 or more): the caller then keeps records."""
+    for a in arrivals:
+        if (a >= 2**53) if isinstance(a, int) else a.is_integer():
+            return None
+    try:
+        return TraceRequests(prefix, array("d", arrivals), int_array(prompts), int_array(outputs))
+    except OverflowError:
+        return None
+
+
 @dataclass(frozen=True)
 class Workload:
     """A loaded manifest. `requests` are sorted by (arrival, arrival_order)."""
@@ -66,7 +241,7 @@ class Workload:
     clock: Clock
     policy: PolicyIdentity
     budgets: Budgets
-    requests: tuple[RequestDecl, ...]
+    requests: Sequence[RequestDecl]  # a tuple of records, or `TraceRequests`
     hidden_realized: Mapping[str, int] | None = None
     source: str = "<workload>"
     schema_version: int = 1
@@ -74,6 +249,29 @@ class Workload:
     def online(self) -> Workload:
         """The online projection: the same workload without fixture-only hidden truth."""
         return replace(self, hidden_realized=None)
+
+    def columns(self) -> tuple[Sequence[float], Sequence[int], Sequence[int], array[int]]:
+        """Every request's arrival, prompt tokens, max_output_tokens and realized output, as
+        columns (a plain trace's own arrays; lists of the records' fields otherwise)."""
+        reqs = self.requests
+        if isinstance(reqs, TraceRequests) and isinstance(self.hidden_realized, TraceRealized):
+            return reqs.arrival, reqs.prompt, reqs.output, array(reqs.output.typecode, reqs.output)
+        return (
+            [d.arrival for d in reqs],
+            [d.prompt_tokens for d in reqs],
+            [d.max_output_tokens for d in reqs],
+            int_array([self.realized_output(d) for d in reqs]),
+        )
+
+    def position_index(self) -> Mapping[str, int]:
+        """Request id -> the first position of that id in `requests`."""
+        reqs = self.requests
+        if isinstance(reqs, TraceRequests):
+            return TraceIndex(reqs)
+        index: dict[str, int] = {}
+        for i, d in enumerate(reqs):
+            index.setdefault(d.request_id, i)
+        return index
 
     def realized_output(self, request: RequestDecl) -> int:
         """Executor only: the realized output length (max_output_tokens when undeclared)."""
@@ -447,21 +645,29 @@ def _from_trace(path: str | Path, name: str) -> Workload | None:
     if table is None:
         return None
     prefix = table.format.value
-    decls = [
-        RequestDecl(f"{prefix}-{i:06d}", arrival, i, prompt, output)
-        for i, (arrival, prompt, output) in enumerate(
-            zip(table.arrival_ms, table.prompt_tokens, table.output_tokens, strict=True)
-        )
-    ]
     # arrivals do not decrease (read_plain_trace checked them exactly): already in
     # (arrival, arrival_order) order, the order `_requests` sorts into
-    hidden = {d.request_id: d.max_output_tokens for d in decls}
+    requests: Sequence[RequestDecl] | None = trace_requests(
+        prefix, table.arrival_ms, table.prompt_tokens, table.output_tokens
+    )
+    hidden: Mapping[str, int]
+    if isinstance(requests, TraceRequests):
+        hidden = TraceRealized(requests)
+    else:
+        decls = tuple(
+            RequestDecl(f"{prefix}-{i:06d}", arrival, i, prompt, output)
+            for i, (arrival, prompt, output) in enumerate(
+                zip(table.arrival_ms, table.prompt_tokens, table.output_tokens, strict=True)
+            )
+        )
+        hidden = {d.request_id: d.max_output_tokens for d in decls}
+        requests = decls
     return Workload(
         workload_id=workload_id,
         clock=Clock(ClockUnit.MS),
         policy=_policy(DEFAULT_TRACE_POLICY, name, "/policy"),
         budgets=_budgets(dict(DEFAULT_TRACE_BUDGETS), name, "/budgets"),
-        requests=tuple(decls),
+        requests=requests,
         hidden_realized=hidden,
         source=name,
     )

@@ -259,7 +259,7 @@ def test_execute_rejects_for_good() -> None:
     eng.admit()
     assert eng.execute(_planned(eng)) is None
     assert [r.rid for r in eng.waiting] == ["b"] and eng.finished == 1
-    assert eng.reqs[0].terminal and eng.stats[0].finish_reason == "rejected"
+    assert eng.reqs[0].terminal and eng.table.stats_at(0).finish_reason == "rejected"
 
 
 def test_wait_idles_to_the_next_arrival_or_reports_no_progress() -> None:
@@ -300,7 +300,7 @@ def test_publish_admits_retires_and_records_the_iteration() -> None:
     assert eng.finished == 1 and eng.reqs[0].queue is Queue.FINISHED
     assert eng.free == 6  # a released its 2 blocks; b holds 2
     assert (list(eng.rows), list(eng.tokens_iter), eng.now) == ([2], [8], 1.0)
-    assert eng.stats[0].finished == 1.0 and eng.stop is None
+    assert eng.table.stats_at(0).finished == 1.0 and eng.stop is None
 
 
 def test_publish_stops_on_a_result_finding_but_records_the_iteration() -> None:
