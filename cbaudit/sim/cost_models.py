@@ -294,24 +294,6 @@ class RooflineCostModel:
             return (num * od + on * den) / (den * od)
         return num / den
 
-    def decode_step_ms(self, rows: int, context_sum: int) -> float:
-        """`step_time_ms` of a step of `rows` decode rows whose contexts sum to `context_sum`
-        (the replay's quiet stretches): a decode-only shape enters the model only through
-        tokens = rows, history_rows = context_sum - rows and attention_pairs = context_sum,
-        so this is the same integer arithmetic, bit for bit, without building the shape."""
-        if rows == 0:
-            return 0.0
-        w, k, bd, mem_den, two_p, a, fd, fn, on, od = self._exact_ints
-        mem_num = (w + context_sum * k) * bd
-        comp_num = (two_p * rows + a * context_sum) * fd
-        if comp_num * mem_den > mem_num * fn:
-            num, den = comp_num, fn
-        else:
-            num, den = mem_num, mem_den
-        if on:
-            return (num * od + on * den) / (den * od)
-        return num / den
-
     def step_series(
         self, tokens: int, rows_moved: int, pairs: int, d_rows_moved: int, d_pairs: int
     ) -> StepSeries:
