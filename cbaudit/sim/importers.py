@@ -21,13 +21,14 @@ from __future__ import annotations
 import codecs
 import csv
 import re
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from cbaudit.io.reads import open_input
 from cbaudit.model import InputError
@@ -399,7 +400,7 @@ def describe_trace_source(fmt: str, path: str, cap: int | None, rows: int) -> st
 
 # A trace read at once is held as text; beyond this size it is streamed row by row instead.
 PLAIN_TRACE_MAX_BYTES = 64 * 1024 * 1024
-_PLAIN_CHUNK = 1 << 16  # characters of rows matched at a time (about 2,000 rows)
+_PLAIN_CHUNK = 1 << 14  # bytes of rows read and matched at a time (about 500 rows)
 _POW10 = tuple(10**k for k in range(25))
 _EPOCH_ORDINAL = datetime(1970, 1, 1).toordinal()
 # One data field of a plain row: no quote, carriage return, NUL or surrounding space.
@@ -421,8 +422,8 @@ class TraceTable:
 
     format: TraceFormat
     arrival_ms: list[int | float]
-    prompt_tokens: list[int]
-    output_tokens: list[int]
+    prompt_tokens: array[int]
+    output_tokens: array[int]
 
 
 def read_plain_trace(path: str | Path, *, display: str | None = None) -> TraceTable | None:
@@ -439,18 +440,20 @@ def read_plain_trace(path: str | Path, *, display: str | None = None) -> TraceTa
         if not p.is_file() or p.stat().st_size > PLAIN_TRACE_MAX_BYTES:
             return None
         with open_input(p, name) as fh:
-            data = fh.read()
-        if data.startswith(codecs.BOM_UTF8):
-            data = data[len(codecs.BOM_UTF8) :]
-        text = data.decode("utf-8")
-        head, sep, body = text.partition("\n")
-        chosen, header = _header(head + sep, "auto", name)
+            return _read_plain(fh, name)
     except (OSError, UnicodeDecodeError, InputError, csv.Error):
         return None
-    if "\r" in body:
-        if body.count("\r") != body.count("\r\n"):
-            return None
-        body = body.replace("\r\n", "\n")  # what each row's rstrip("\r\n") drops
+
+
+def _read_plain(fh: BinaryIO, name: str) -> TraceTable | None:
+    """`read_plain_trace` on an open file: the header line, then the rows a block of whole
+    lines at a time (about `_PLAIN_CHUNK` bytes, cut after a line feed, which no UTF-8
+    sequence contains), so neither the file's text nor its matched fields are ever held
+    whole; the token counts go straight into C arrays."""
+    head = fh.readline()
+    if head.startswith(codecs.BOM_UTF8):
+        head = head[len(codecs.BOM_UTF8) :]
+    chosen, header = _header(head.decode("utf-8"), "auto", name)
     cols = FORMATS[chosen]
     index = {h.strip(): i for i, h in enumerate(header)}
     i_arr, i_prompt, i_out = index[cols.arrival], index[cols.prompt], index[cols.output]
@@ -473,20 +476,26 @@ def read_plain_trace(path: str | Path, *, display: str | None = None) -> TraceTa
     a, gp, go = pos[i_arr], pos[i_prompt], pos[i_out]
     arrival = _PlainSeconds() if chosen is TraceFormat.SPLITWISE else _PlainTimestamps()
     arrivals: list[int | float] = []
-    prompts: list[int] = []
-    outputs: list[int] = []
-    # a few thousand rows at a time: the matched fields of the whole trace are never held
-    start, size = 0, len(body)
-    while start < size:
-        stop = body.find("\n", start + _PLAIN_CHUNK)
-        stop = size if stop < 0 else stop + 1
-        rows = pattern.findall(body, start, stop)
-        prompts += [int(r[gp]) for r in rows]
-        outputs += [int(r[go]) for r in rows]
+    prompts: array[int] = array("q")
+    outputs: array[int] = array("q")
+    lines = 0
+    while True:
+        block = fh.read(_PLAIN_CHUNK)
+        if not block:
+            break
+        if not block.endswith(b"\n"):
+            block += fh.readline()  # the rest of the block's last line
+        text = block.decode("utf-8")
+        if "\r" in text:  # a CR LF pair never spans two blocks: each ends after its LF
+            if text.count("\r") != text.count("\r\n"):
+                return None
+            text = text.replace("\r\n", "\n")  # what each row's rstrip("\r\n") drops
+        lines += text.count("\n") + (0 if text.endswith("\n") else 1)
+        rows = pattern.findall(text)
+        prompts.extend([int(r[gp]) for r in rows])
+        outputs.extend([int(r[go]) for r in rows])
         if not arrival.read(rows, a, arrivals):
             return None
-        start = stop
-    lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
     if not prompts or len(prompts) != lines:
         return None  # a blank, padded, quoted or malformed row: streamed and located
     if min(prompts) < 1 or min(outputs) < 1:

@@ -205,3 +205,19 @@ def test_rows_read_a_few_at_a_time_give_the_same_workload(
         "TRACE.UNSORTED",
         22,
     )
+
+
+def test_blocks_cut_after_a_line_feed_never_split_a_character(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The direct reader reads a few bytes at a time and completes the last line: a
+    multi-byte character in an extra column (read bytes cut inside it) decodes whole, so the
+    workload is the same as the manifest path's; a lone CR in a later block still declines."""
+    import cbaudit.sim.importers as importers
+
+    monkeypatch.setattr(importers, "_PLAIN_CHUNK", 5)
+    rows = [f"{i}.5,{i + 2},{i % 3 + 1},h\u00e9\u00e9\u20ac{i}" for i in range(30)]
+    path = _write(tmp_path, SPLITWISE + ",note\n" + "\n".join(rows) + "\n")
+    assert len(_check_plain(path).requests) == 30
+    bad = _write(tmp_path, SPLITWISE + "\n" + "\n".join(["0,1,1"] * 9 + ["1,2,2\r"]), "cr.csv")
+    assert read_plain_trace(bad) is None
