@@ -16,7 +16,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from cbaudit.contract.records import Queue
+from cbaudit.contract.workload_records import Queue
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError, Location, UsageError
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.engine import Engine, InitialView, ReplayRun, TraceSink, Validation
