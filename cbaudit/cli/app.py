@@ -24,6 +24,7 @@ from cbaudit import __version__
 from cbaudit.cli.coercion import install_light_coercion
 from cbaudit.cli.common import fail_input
 from cbaudit.cli.helptext import readable_help
+from cbaudit.cli.main import resume_gc
 from cbaudit.model import CbauditError, ExitCode, InputError
 
 
@@ -105,12 +106,15 @@ def load_command(name: str) -> Any:
     labels of `cbaudit.cli.helptext`.
     """
     entry = COMMANDS[name]
-    module = importlib.import_module(entry.module)
-    holder = typer.Typer()
-    module.register(holder)
-    group = typer.main.get_group(holder)
-    command = group.commands[name]
-    _prepare(command, typer.Context(group))
+    try:
+        module = importlib.import_module(entry.module)
+        holder = typer.Typer()
+        module.register(holder)
+        group = typer.main.get_group(holder)
+        command = group.commands[name]
+        _prepare(command, typer.Context(group))
+    finally:
+        resume_gc()  # start-up ends here: the command's own work runs with the collector on
     return command
 
 

@@ -47,9 +47,15 @@ from cbaudit.contract.plan_contract import (
     unknown_issue,
     work_item_issues,
 )
-from cbaudit.contract.records import Phase, Queue, RequestDecl, WorkloadManifest, derive_phase
 from cbaudit.contract.result_contract import progress_issues
 from cbaudit.contract.state_contract import view_issues
+from cbaudit.contract.workload_records import (
+    Phase,
+    Queue,
+    RequestDecl,
+    WorkloadManifest,
+    derive_phase,
+)
 
 
 class LiveItem(Protocol):

@@ -13,7 +13,7 @@ keeps it elsewhere.
 
 from __future__ import annotations
 
-from cbaudit.contract.records import Phase, Queue
+from cbaudit.contract.workload_records import Phase, Queue
 
 _PREFILL = Phase.PREFILL_CHUNK
 _DECODE = Phase.DECODE_ROW

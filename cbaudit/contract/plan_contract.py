@@ -4,17 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 from cbaudit.contract.issues import Issue
-from cbaudit.contract.records import (
-    IterationPlan,
+from cbaudit.contract.workload_records import (
     Phase,
-    RequestView,
-    SchedulerState,
     TieBreakValue,
     WorkloadManifest,
     derive_phase,
 )
+
+if TYPE_CHECKING:  # the state, plan and result records: annotations only here
+    from cbaudit.contract.records import (
+        IterationPlan,
+        RequestView,
+        SchedulerState,
+    )
 
 TieBreakKey = tuple[TieBreakValue, ...]
 

@@ -9,19 +9,25 @@ kept apart from service (article 0x0C).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cbaudit.contract.issues import Issue
-from cbaudit.contract.records import (
-    IterationPlan,
-    IterationResult,
+from cbaudit.contract.workload_records import (
     Phase,
     RequestDecl,
-    RequestView,
-    ResultItem,
-    SchedulerState,
-    WorkItem,
     WorkloadManifest,
     semantic_rows,
 )
+
+if TYPE_CHECKING:  # the state, plan and result records: annotations only here
+    from cbaudit.contract.records import (
+        IterationPlan,
+        IterationResult,
+        RequestView,
+        ResultItem,
+        SchedulerState,
+        WorkItem,
+    )
 
 _OUTPUT_TERMINALS = frozenset({"eos", "max_output_tokens"})
 _PREFILL = Phase.PREFILL_CHUNK

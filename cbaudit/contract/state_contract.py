@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cbaudit.contract.issues import Issue
-from cbaudit.contract.records import (
+from cbaudit.contract.workload_records import (
     Queue,
     RequestDecl,
-    SchedulerState,
     WorkloadManifest,
     derive_phase,
 )
+
+if TYPE_CHECKING:  # the state, plan and result records: annotations only here
+    from cbaudit.contract.records import (
+        SchedulerState,
+    )
 
 _FINISHED = Queue.FINISHED  # a module constant: an Enum member read off its class costs more
 

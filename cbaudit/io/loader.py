@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -74,10 +74,13 @@ class Document:
 
     def locate(self, pointer: str) -> Location:
         """File, pointer, line and column of the value at `pointer` (or its nearest ancestor)."""
-        if self.fmt == "yaml" and self._marks is not None:
-            from cbaudit.io.yaml_strict import locate_marks
+        if self.fmt == "yaml":
+            from cbaudit.io.yaml_strict import locate_marks, parse_yaml
 
-            line, column = locate_marks(self._marks, pointer)
+            marks = self._marks
+            if marks is None:  # a recorded document (`load_recorded`): parsed when asked
+                marks = parse_yaml(self.text, name=self.path)[1]
+            line, column = locate_marks(marks, pointer)
         elif self.fmt == "jsonl":
             line, column = _locate_jsonl(self.text, pointer)
         else:
@@ -283,6 +286,21 @@ def load_text(
         if expect is not None and not isinstance(data, expect):
             _check_top(data, expect, name, marks.line + line_offset, marks.column)
     return Document(name, data, decoded, kind, digest, line_offset, marks)
+
+
+def load_recorded(raw: bytes, *, name: str, fmt: str, recorded: Mapping[str, Any]) -> Document:
+    """`load_text(raw, name=name, fmt=fmt)` for bytes that were parsed before.
+
+    `recorded` maps the sha256 of such bytes to the data that parsing them gave (a record its
+    owner keeps current, e.g. the shipped profiles' index): bytes it holds are not parsed
+    again, and their positions are found only if asked (`Document.locate`). Bytes it does
+    not hold are parsed as usual.
+    """
+    digest = hashlib.sha256(raw).hexdigest()
+    data = recorded.get(digest)
+    if data is None:
+        return load_text(raw, name=name, fmt=fmt)
+    return Document(name, data, _decode(raw, name), fmt, digest)
 
 
 def _jsonl_records(

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from cbaudit.contract.live_request import LiveRequest
 from cbaudit.contract.plan_contract import phase_rank
-from cbaudit.contract.records import Phase
+from cbaudit.contract.workload_records import Phase
 from cbaudit.policies.budget import Reason, blocks_needed
 
 _PREFILL = Phase.PREFILL_CHUNK

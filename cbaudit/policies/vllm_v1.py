@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cbaudit.contract.live_request import LiveRequest
-from cbaudit.contract.records import Phase
+from cbaudit.contract.workload_records import Phase
 from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.budget import Reason, ceil_div
 

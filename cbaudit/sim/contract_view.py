@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import overload
 
-from cbaudit.contract.records import RequestDecl, Slo, WorkloadManifest
+from cbaudit.contract.workload_records import RequestDecl, Slo, WorkloadManifest
 from cbaudit.sim.workload import RequestDecl as SimDecl
 from cbaudit.sim.workload import TraceRequests, Workload
 

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 from cbaudit.contract.issues import Issue
 from cbaudit.contract.live import LiveContract
 from cbaudit.contract.live_request import LiveRequest
-from cbaudit.contract.records import (
+from cbaudit.contract.workload_records import (
     Phase,
     PolicyIdentity,
     Queue,

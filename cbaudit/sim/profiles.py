@@ -13,13 +13,15 @@ so derived byte and FLOP counts are exact integers and times are correctly round
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from cbaudit.io.loader import Document, load_document
+from cbaudit.io.limits import resolve_max_bytes
+from cbaudit.io.loader import Document, load_document, load_recorded, read_bounded
 from cbaudit.model import InputError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -310,6 +312,44 @@ def shipped_profile_kinds() -> dict[str, str]:
     return {pid: kind for pid, (kind, _) in SHIPPED.items()}
 
 
+# What each shipped profile's YAML parses to, keyed by the file's sha256: naming a shipped
+# profile then costs no YAML parser (PyYAML and its patterns are most of a replay's start-up
+# after the interpreter's own). A file whose bytes differ from the index's is parsed as any
+# other; `tests/sim/test_profiles_index.py` holds this file equal to `parsed_index_text()`.
+PARSED_INDEX = DATA_DIR / "parsed-profiles.json"
+
+
+def parsed_index_text() -> str:
+    """The text of `PARSED_INDEX`: every shipped profile's sha256 and the data it parses to.
+
+    Regenerate the file after editing a shipped profile:
+    `python -c "from cbaudit.sim.profiles import write_parsed_index; write_parsed_index()"`.
+    """
+    profiles = {}
+    for name in sorted(name for _, name in SHIPPED.values()):
+        doc = load_document(DATA_DIR / name)
+        profiles[name] = {"sha256": doc.sha256, "data": doc.data}
+    about = "generated from the YAML files beside it by cbaudit.sim.profiles.parsed_index_text"
+    return json.dumps({"about": about, "profiles": profiles}, indent=1, ensure_ascii=False) + "\n"
+
+
+def write_parsed_index() -> None:
+    """Rewrite `PARSED_INDEX` from the shipped YAML files (atomically)."""
+    from cbaudit.io.atomic import atomic_write
+
+    atomic_write(PARSED_INDEX, parsed_index_text())
+
+
+def _shipped_document(path: Path) -> Document:
+    """A shipped profile, read like any input; its data from `PARSED_INDEX` when that holds
+    these bytes (`load_recorded`), else parsed."""
+    name = str(path)
+    raw = read_bounded(path, name, resolve_max_bytes(None))
+    index = json.loads(PARSED_INDEX.read_text(encoding="utf-8"))
+    recorded = {entry["sha256"]: entry["data"] for entry in index["profiles"].values()}
+    return load_recorded(raw, name=name, fmt="yaml", recorded=recorded)
+
+
 _KIND_NAMES = {MODEL_SCHEMA: "a model profile", HARDWARE_SCHEMA: "a hardware profile"}
 
 
@@ -328,7 +368,7 @@ def _load(
     """
     shipped = shipped_profiles()
     if isinstance(ref, str) and ref in shipped:
-        path = shipped[ref]
+        doc = _shipped_document(shipped[ref])
     else:
         path = Path(ref)
         if not path.is_absolute() and base_dir is not None:
@@ -340,7 +380,7 @@ def _load(
                 f"{ref!s} is neither a shipped profile ({known}) nor a file",
                 str(ref),
             )
-    doc = load_document(path)
+        doc = load_document(path)
     kind = doc.data.get("kind")
     if kind != schema and kind in _KIND_NAMES:
         loc = doc.locate("/kind")

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cbaudit.contract.live_request import LiveRequest
-from cbaudit.contract.records import semantic_rows
+from cbaudit.contract.workload_records import semantic_rows
 from cbaudit.policies.base import Plan, PlanItem
 
 #: The readiness reason a published view carries when its request is not ready and names none.

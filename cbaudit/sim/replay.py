@@ -14,15 +14,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cbaudit.contract.records import Queue
+from cbaudit.contract.workload_records import Queue
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError, Location, UsageError
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.engine import Engine, InitialView, ReplayRun, TraceSink, Validation
-from cbaudit.sim.engine_config import EngineConfig
 from cbaudit.sim.metrics import summarize
 from cbaudit.sim.workload import Workload
+
+if TYPE_CHECKING:  # an engine config is loaded (and its module imported) only when given
+    from cbaudit.sim.engine_config import EngineConfig
 
 CHECK_NAME = "replay"
 

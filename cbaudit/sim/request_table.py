@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import overload
 
 from cbaudit.contract.live_request import LiveRequest
-from cbaudit.contract.records import Queue
+from cbaudit.contract.workload_records import Queue
 from cbaudit.sim.workload import ClockUnit, TraceRequests, Workload
 
 _NAN = float("nan")

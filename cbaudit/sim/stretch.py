@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from cbaudit.contract.records import Phase, Queue
+from cbaudit.contract.workload_records import Phase, Queue
 from cbaudit.policies.base import PlanBuilder
 from cbaudit.sim.cost_models import StepSeries
 

@@ -17,8 +17,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, overload
 
-from cbaudit.contract.records import DEFAULT_TIE_BREAK_KEY, Budgets, Phase, PolicyIdentity, TieBreak
-from cbaudit.contract.records import RequestDecl as ContractDecl
+from cbaudit.contract.workload_records import (
+    DEFAULT_TIE_BREAK_KEY,
+    Budgets,
+    Phase,
+    PolicyIdentity,
+    TieBreak,
+)
+from cbaudit.contract.workload_records import RequestDecl as ContractDecl
 from cbaudit.io.loader import Document, load_document
 from cbaudit.model import Finding, InputError, Location
 

@@ -27,7 +27,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from cbaudit.contract.records import WorkloadManifest
+from cbaudit.contract.workload_records import WorkloadManifest
 from cbaudit.io.loader import load_document
 from cbaudit.io.schemas import validate
 from cbaudit.model import Finding, InputError, Location

@@ -19,10 +19,10 @@ from cbaudit.sim.cost_models import (
     CostModelName,
     OptionSource,
     RooflineCostModel,
-    TableCostModel,
     get_cost_model,
     register_cost_model,
 )
+from cbaudit.sim.cost_table import TableCostModel
 from cbaudit.sim.profiles import load_hardware_profile, load_model_profile, shipped_profiles
 from cbaudit.sim.step import StepShape
 
