@@ -75,8 +75,9 @@ _WAITING = Queue.WAITING
 _RUNNING = Queue.RUNNING
 _FINISHED = Queue.FINISHED
 # distinct TBT gaps counted in the engine's dict before they are folded into sorted arrays
-# (and at least half as many as were folded before: each fold copies those, so the copying
-# stays proportional to the gaps counted)
+# (and at least an eighth as many as were folded before: each fold copies those, so the
+# copying stays within 8 times the gaps counted, while the dict, about 70 bytes a gap against
+# the arrays' 16, stays small)
 _TBT_FOLD = 16384
 # pending requests whose objects are made together (see `_Pending`)
 _MAKE_AHEAD = 64
@@ -537,7 +538,7 @@ class Engine:
             self.publish(step)
             if self.stretches and self.stop is None:
                 run_stretch(self, step)
-            if len(self.tbt) > _TBT_FOLD and 2 * len(self.tbt) > len(self._tbt_folded):
+            if len(self.tbt) > _TBT_FOLD and 8 * len(self.tbt) > len(self._tbt_folded):
                 self._tbt_folded = self._tbt_folded.merged(self.tbt)
                 self.tbt.clear()
 
@@ -998,13 +999,19 @@ class Engine:
         stats = self.stats
         for i, r in self._live.items():
             table.store(r, stats[i])
+        tbt: Mapping[float, int] = self.tbt
+        if self._tbt_folded:  # one folded copy, not three (the dict, the old and new arrays)
+            if self.tbt:
+                self._tbt_folded = self._tbt_folded.merged(self.tbt)
+                self.tbt.clear()
+            tbt = self._tbt_folded
         return ReplayRun(
             workload=self.workload,
             identity=self.identity,
             table=table,
             rows_per_iteration=self.rows,
             tokens_per_iteration=self.tokens_iter,
-            tbt_counts=self._tbt_folded.merged(self.tbt) if self._tbt_folded else self.tbt,
+            tbt_counts=tbt,
             findings=self.findings,
             iterations=self.iteration,
             end_time=self.now,

@@ -21,38 +21,46 @@ from itertools import repeat
 
 class RunSeries:
     """An append-only sequence of ints stored as runs: `append`, `extend` (the `array`
-    calls the engine makes), `len`, iteration in order, `total`, `prefix_sum`, `runs`."""
+    calls the engine makes), `len`, iteration in order, `total`, `prefix_sum`, `runs`.
+
+    The runs are held as C ints (4 bytes) and widened to C long longs the first time a value
+    or a run length does not fit (a replay's rows and tokens per iteration always fit)."""
 
     __slots__ = ("_counts", "_len", "_total", "_values")
 
     def __init__(self, values: Iterable[int] = ()) -> None:
-        self._values: array[int] = array("q")
-        self._counts: array[int] = array("q")
+        self._values: array[int] = array("i")
+        self._counts: array[int] = array("i")
         self._len = 0
         self._total = 0
         self.extend(values)
 
     def append(self, value: int) -> None:
         """One more iteration's value."""
-        values = self._values
-        if values and values[-1] == value:
-            self._counts[-1] += 1
-        else:
-            values.append(value)
-            self._counts.append(1)
-        self._len += 1
-        self._total += value
+        self.extend_run(value, 1)
 
     def extend_run(self, value: int, count: int) -> None:
         """`count` more iterations, each with `value`."""
         if count <= 0:
             return
         values = self._values
-        if values and values[-1] == value:
-            self._counts[-1] += count
-        else:
-            values.append(value)
-            self._counts.append(count)
+        try:
+            if values and values[-1] == value:
+                self._counts[-1] += count
+            else:
+                values.append(value)
+                try:
+                    self._counts.append(count)
+                except OverflowError:
+                    values.pop()
+                    raise
+        except OverflowError:
+            if self._values.typecode == "q":
+                raise
+            self._values = array("q", self._values)
+            self._counts = array("q", self._counts)
+            self.extend_run(value, count)
+            return
         self._len += count
         self._total += value * count
 

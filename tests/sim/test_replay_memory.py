@@ -104,6 +104,23 @@ def test_run_series_is_the_sequence_it_was_given() -> None:
         assert series != RunSeries([*plain, 1])
 
 
+def test_run_series_widens_when_a_value_or_a_run_does_not_fit_a_c_int() -> None:
+    """Runs are C ints until a value or a run length needs more: then every run is kept
+    exactly, with no value appended twice and none lost."""
+    big = 2**40
+    series = RunSeries([3, 3])
+    series.append(big)  # a value past 2**31
+    series.extend_run(big, 2**31)  # a run that grows past 2**31
+    series.extend_run(5, 2**33)  # a new run longer than 2**31
+    series.append(-(2**35))
+    assert list(series.runs()) == [(3, 2), (big, 2**31 + 1), (5, 2**33), (-(2**35), 1)]
+    assert len(series) == 2 + 2**31 + 1 + 2**33 + 1
+    assert series.total() == 6 + big * (2**31 + 1) + 5 * 2**33 - 2**35
+    small = RunSeries([1])
+    small.extend_run(2, 2**31)  # the count does not fit, the value did: not appended twice
+    assert list(small.runs()) == [(1, 1), (2, 2**31)]
+
+
 def test_a_quiet_stretch_is_one_run() -> None:
     """A long replay's per-iteration figures take one run per change, not one per iteration:
     far fewer runs than iterations, and the same totals as the per-iteration path's."""
