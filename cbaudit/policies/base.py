@@ -188,31 +188,46 @@ class PlanBuilder:
                 self.state_slots_left -= 1
                 self.select(req, n, admit=admit)
             return reason
-        if n <= 0 or self.tokens_left < n:
+        tokens_left = self.tokens_left
+        seqs_left = self.seqs_left
+        if n <= 0 or tokens_left < n:
             return (
-                Reason.DEFERRED_TOKEN_BUDGET
-                if self.seqs_left > 0
-                else Reason.DEFERRED_SEQUENCE_BUDGET
+                Reason.DEFERRED_TOKEN_BUDGET if seqs_left > 0 else Reason.DEFERRED_SEQUENCE_BUDGET
             )
-        if self.seqs_left <= 0:
+        if seqs_left <= 0:
             return Reason.DEFERRED_SEQUENCE_BUDGET
+        start = req.c
         free = self.free_blocks
         if free is not None:
             if need < 0:
-                need = self.kv_needed(req, n)
+                bs = self._bs
+                # `kv_needed`, inline for its domain (n > 0 here)
+                need = (
+                    (-start) // bs - (-(start + n)) // bs
+                    if bs is not None and start >= 0
+                    else self.kv_needed(req, n)
+                )
             if need > free:
                 return Reason.DEFERRED_KV_BUDGET
             self.free_blocks = free - need
             self._blocks_used += need
-        # `_add`, inline (a policy takes every selected interval through here)
-        start = req.c
+        # `_add`, inline (a policy takes every selected interval through here), with
+        # `req.phase_of(end)` inline too
         end = start + n
-        phase = req.phase_of(end)
+        e = req.e
+        if e >= 1:
+            last = req.p + e - 1
+            if start == last:
+                phase = _DECODE if n == 1 else _PREFILL
+            else:
+                phase = _REBUILD if start < last else _PREFILL
+        else:
+            phase = _PREFILL
         item = PlanItem(req, start, end, phase, self.key_fn(req, phase))
         self.items.append(item)
         self._chosen[req.idx] = item
-        self.tokens_left -= n
-        self.seqs_left -= 1
+        self.tokens_left = tokens_left - n
+        self.seqs_left = seqs_left - 1
         if admit:
             self.admitted.append(req)
         return None
