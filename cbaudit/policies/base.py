@@ -104,6 +104,7 @@ class PlanBuilder:
         "_blocks_used",
         "_bs",
         "_chosen",
+        "_request_key",
         "_state_pool",
         "admitted",
         "free_blocks",
@@ -121,6 +122,11 @@ class PlanBuilder:
     def __init__(self, view: StateView, key_fn: KeyFn) -> None:
         self.view = view
         self.key_fn = key_fn
+        # `key_fn` as a function of the request alone, when it has one (a key of request
+        # fields only: `_field_key`), else None
+        self._request_key: Callable[[LiveRequest], tuple[Any, ...]] | None = getattr(
+            key_fn, "request_key", None
+        )
         b = view.budgets
         self.tokens_left: int = b.token_budget
         self.seqs_left: int = b.sequence_budget
@@ -223,7 +229,14 @@ class PlanBuilder:
                 phase = _REBUILD if start < last else _PREFILL
         else:
             phase = _PREFILL
-        item = PlanItem(req, start, end, phase, self.key_fn(req, phase))
+        by_request = self._request_key
+        item = PlanItem(
+            req,
+            start,
+            end,
+            phase,
+            self.key_fn(req, phase) if by_request is None else by_request(req),
+        )
         self.items.append(item)
         self._chosen[req.idx] = item
         self.tokens_left = tokens_left - n
@@ -390,7 +403,13 @@ def _field_key(key: tuple[str, ...]) -> KeyFn:
         attr = _KEY_ATTRS[key[0]]
         return lambda r, ph: (getattr(r, attr),)
     getter = attrgetter(*(_KEY_ATTRS[name] for name in key))
-    return lambda r, ph: getter(r)
+
+    def fields(r: LiveRequest, ph: Phase) -> tuple[Any, ...]:
+        return getter(r)
+
+    # the same key of the request alone (`PlanBuilder` calls the getter without the frame)
+    fields.request_key = getter  # type: ignore[attr-defined]
+    return fields
 
 
 def _general_key(key: tuple[str, ...], d_rank: int, p_rank: int, r_rank: int) -> KeyFn:
