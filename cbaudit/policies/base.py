@@ -307,7 +307,9 @@ class PlanBuilder:
 
     def build(self) -> Plan:
         items = sorted(self.items, key=_ITEM_KEY)
-        tokens = sum([it.end - it.start for it in items])
+        tokens = 0
+        for it in items:
+            tokens += it.end - it.start
         return Plan(  # (state_version, items, not_selected, preempted, admitted,
             self.view.state_version,  # tokens_used, sequences_used, blocks_used, rejected)
             items,

@@ -553,11 +553,17 @@ class Engine:
             return
         n = len(arrivals)
         waiting = self.waiting
+        enter = self.live.enter_waiting if self.live is not None else None  # `_enter_waiting`
+        made = self._live
+        order = pending._order
         while i < n and arrivals[i] <= now:
-            r = pending[i]
+            r = made.get(order[i])  # `pending[i]`, inline for a request made ahead
+            if r is None:
+                r = pending[i]
             r.queue = _WAITING
             waiting.append(r)
-            self._enter_waiting(r)
+            if enter is not None:
+                enter(r)
             i += 1
         self._next = i
 
@@ -727,7 +733,11 @@ class Engine:
             return None
         self.iteration += 1
         start = self.now
-        self.now = start + self._step_time(plan)
+        if plan.items and not self.slot_clock and self.preemption is None:
+            # `_step_time` of a step with model work and no swap transfers
+            self.now = start + self._model_ms(plan.items) / self.ms_per_unit
+        else:
+            self.now = start + self._step_time(plan)
         return self._serve(plan, start)
 
     def _preempt(self, victim: LiveRequest) -> None:
