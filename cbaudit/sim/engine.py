@@ -960,6 +960,8 @@ class Engine:
     def _retire(self, terminal: list[tuple[LiveRequest, str]]) -> None:
         """Finished requests leave the running queue and release their K/V blocks."""
         now = self.now
+        stats = self.stats
+        pool = self.state_pool
         for r, why in terminal:
             r.terminal = True
             r.queue = _FINISHED
@@ -967,16 +969,23 @@ class Engine:
             if self.free is not None:
                 self.free += r.blocks
             r.blocks = 0
-            if self.state_pool is not None:
-                self.state_pool.release(r)
-            st = self.stats[r.idx]
+            if pool is not None:
+                pool.release(r)
+            st = stats[r.idx]
             st.finished = now
             st.finish_reason = why
-        if self.live is not None:
-            for r, _ in terminal:
-                self.live.forget(r)
+        # then each one's tables in the validator dropped (`forget`) and its figures folded
+        # (`_fold`), one request at a time (the two touch disjoint state)
+        forget = self.live.forget if self.live is not None else None
+        table = self.table
+        made = self._live
         for r, _ in terminal:
-            self._fold(r)
+            if forget is not None:
+                forget(r)
+            i = r.idx  # `_fold`, inline
+            table.store(r, stats[i])
+            stats[i] = None  # type: ignore[call-overload]
+            made.pop(i, None)
         self.finished += len(terminal)
         self.running = [r for r in self.running if not r.terminal]
 
