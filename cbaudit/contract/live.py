@@ -26,7 +26,7 @@ policy, buggy policies and preemption under both validators and requires identic
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import chain
 from typing import Any, Protocol
 
@@ -93,6 +93,8 @@ class LivePlan(Protocol):
 # a selected request's derived phase, e and c at the cut, and whether it was a common item
 # (legal work of a ready request at its frontier, `_check_items`)
 _Published = tuple[Phase, int, int, bool]
+# a declaration's (prompt_tokens, max_output_tokens, request_generation)
+_Limits = tuple[int, int, int]
 _PREFILL = Phase.PREFILL_CHUNK
 _DECODE = Phase.DECODE_ROW
 _REBUILD = Phase.RECOMPUTE_CHUNK
@@ -129,7 +131,13 @@ class LiveContract:
         self._prefill_keys: dict[int, tuple[int, TieBreakKey]] = {}
         self._decode_keys: dict[int, tuple[int, TieBreakKey]] = {}
         self._rebuild_keys: dict[int, tuple[int, TieBreakKey]] = {}
-        self._decls: dict[int, RequestDecl | None] = {}
+        # per request index: (prompt_tokens, max_output_tokens, request_generation) of its
+        # declaration, the fields the common view and result rules read (None: undeclared)
+        self._limits: dict[int, _Limits | None] = {}
+        # the workload's way to read those fields without making the record, if it has one
+        self._limits_of: Callable[[str], _Limits | None] | None = getattr(
+            workload.by_id, "limits", None
+        )
         self._touched: dict[int, LiveRequest] = {}
         # waiting requests by declared key; an entry is current while its request is still
         # waiting and `_entry[idx]` is its sequence number (lazy deletion otherwise)
@@ -164,7 +172,7 @@ class LiveContract:
         self._prefill_keys.pop(idx, None)
         self._decode_keys.pop(idx, None)
         self._rebuild_keys.pop(idx, None)
-        self._decls.pop(idx, None)
+        self._limits.pop(idx, None)
         self._entry.pop(idx, None)
 
     def key(self, r: LiveRequest, phase: Phase) -> TieBreakKey:
@@ -178,7 +186,10 @@ class LiveContract:
         hit = table.get(r.idx)
         if hit is not None and hit[0] == r.gen:
             return hit[1]
-        priority, order = rank_fields(self.workload, r.rid, r.priority, r.arrival_order)
+        priority = r.priority
+        order = r.arrival_order
+        if priority is None or order is None:  # (else `rank_fields` returns them as they are)
+            priority, order = rank_fields(self.workload, r.rid, priority, order)
         key = declared_key(
             self._key_fields, self._phase_order, phase, r.rid, r.gen, priority, order
         )
@@ -186,13 +197,30 @@ class LiveContract:
         return key
 
     def _decl(self, r: LiveRequest) -> RequestDecl | None:
+        """`r`'s declaration record (the full state rules of a view that fails the common
+        test; the common rules read `_limit`)."""
+        return self.workload.by_id.get(r.rid)
+
+    def _limit(self, r: LiveRequest) -> _Limits | None:
+        """(prompt_tokens, max_output_tokens, request_generation) of `r`'s declaration (None:
+        undeclared), kept while `r` lives."""
         idx = r.idx
-        if idx in self._decls:
-            return self._decls[idx]
-        decl = self.workload.by_id.get(r.rid)
+        limits = self._limits
+        if idx in limits:
+            return limits[idx]
+        fields = self._limits_of
+        if fields is not None:
+            lim = fields(r.rid)
+        else:
+            decl = self.workload.by_id.get(r.rid)
+            lim = (
+                None
+                if decl is None
+                else (decl.prompt_tokens, decl.max_output_tokens, decl.request_generation)
+            )
         if not r.terminal:  # (a finished request's tables were dropped: `forget`)
-            self._decls[idx] = decl
-        return decl
+            limits[idx] = lim
+        return lim
 
     # ------------------------------------------------------------------ the checks
 
@@ -439,7 +467,7 @@ class LiveContract:
     ) -> None:
         """State rules of the changed views that are still in the cut, in cut order."""
         queues = self._queues
-        decls = self._decls
+        limits = self._limits
         found: list[LiveRequest] = []
         probe: list[Issue] = []
         for r in touched:
@@ -449,15 +477,15 @@ class LiveContract:
             # the common view, a ready live request whose fields pass every rule, inline:
             # `view_issues` would find nothing (each of its conditions is tested here)
             idx = r.idx
-            decl = decls[idx] if idx in decls else self._decl(r)
-            if decl is not None and r.ready and not r.terminal and queue is not _FINISHED:
+            lim = limits[idx] if idx in limits else self._limit(r)
+            if lim is not None and r.ready and not r.terminal and queue is not _FINISHED:
                 p = r.p
                 e = r.e
                 c = r.c
                 if (
-                    p == decl.prompt_tokens
-                    and e <= decl.max_output_tokens
-                    and r.gen >= decl.request_generation
+                    p == lim[0]
+                    and e <= lim[1]
+                    and r.gen >= lim[2]
                     and (c < p if e == 0 else c <= p + e - 1)  # derive_phase finds work
                     and (e != 0 or r.floor <= 0 or r.floor <= p)  # no floor, or within p
                 ):
@@ -539,27 +567,21 @@ class LiveContract:
         goes through the kernel.
         """
         out: list[Issue] = []
-        decls = self._decls
+        limits = self._limits
         touched = self._touched
         for j, ((item, e0, c0), (phase, e, c, common)) in enumerate(
             zip(done, self._published, strict=True)
         ):
             r = item.req
             idx = r.idx
-            decl = decls[idx] if idx in decls else self._decl(r)
+            lim = limits[idx] if idx in limits else self._limit(r)
+            cap = None if lim is None else lim[1]  # max_output_tokens
             touched[idx] = r
             start = item.start
             end = item.end
             ae = r.e
             ac = r.c
-            if (
-                common
-                and e0 == e
-                and c0 == c
-                and ac == end
-                and decl is not None
-                and ae <= decl.max_output_tokens
-            ):
+            if common and e0 == e and c0 == c and ac == end and cap is not None and ae <= cap:
                 # the output clock: one token when the interval reaches the logical stream
                 reached = phase is _DECODE or end == (r.p if phase is _PREFILL else r.p + e)
                 if ae == e + reached:
@@ -581,6 +603,6 @@ class LiveContract:
                 ac,
                 r.p + ae,
                 end if end > start else None,
-                decl.max_output_tokens if decl is not None else None,
+                cap,
             )
         return out

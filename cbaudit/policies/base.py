@@ -104,6 +104,7 @@ class PlanBuilder:
         "_blocks_used",
         "_bs",
         "_chosen",
+        "_request_key",
         "_state_pool",
         "admitted",
         "free_blocks",
@@ -121,6 +122,11 @@ class PlanBuilder:
     def __init__(self, view: StateView, key_fn: KeyFn) -> None:
         self.view = view
         self.key_fn = key_fn
+        # `key_fn` as a function of the request alone, when it has one (a key of request
+        # fields only: `_field_key`), else None
+        self._request_key: Callable[[LiveRequest], tuple[Any, ...]] | None = getattr(
+            key_fn, "request_key", None
+        )
         b = view.budgets
         self.tokens_left: int = b.token_budget
         self.seqs_left: int = b.sequence_budget
@@ -188,31 +194,53 @@ class PlanBuilder:
                 self.state_slots_left -= 1
                 self.select(req, n, admit=admit)
             return reason
-        if n <= 0 or self.tokens_left < n:
+        tokens_left = self.tokens_left
+        seqs_left = self.seqs_left
+        if n <= 0 or tokens_left < n:
             return (
-                Reason.DEFERRED_TOKEN_BUDGET
-                if self.seqs_left > 0
-                else Reason.DEFERRED_SEQUENCE_BUDGET
+                Reason.DEFERRED_TOKEN_BUDGET if seqs_left > 0 else Reason.DEFERRED_SEQUENCE_BUDGET
             )
-        if self.seqs_left <= 0:
+        if seqs_left <= 0:
             return Reason.DEFERRED_SEQUENCE_BUDGET
+        start = req.c
         free = self.free_blocks
         if free is not None:
             if need < 0:
-                need = self.kv_needed(req, n)
+                bs = self._bs
+                # `kv_needed`, inline for its domain (n > 0 here)
+                need = (
+                    (-start) // bs - (-(start + n)) // bs
+                    if bs is not None and start >= 0
+                    else self.kv_needed(req, n)
+                )
             if need > free:
                 return Reason.DEFERRED_KV_BUDGET
             self.free_blocks = free - need
             self._blocks_used += need
-        # `_add`, inline (a policy takes every selected interval through here)
-        start = req.c
+        # `_add`, inline (a policy takes every selected interval through here), with
+        # `req.phase_of(end)` inline too
         end = start + n
-        phase = req.phase_of(end)
-        item = PlanItem(req, start, end, phase, self.key_fn(req, phase))
+        e = req.e
+        if e >= 1:
+            last = req.p + e - 1
+            if start == last:
+                phase = _DECODE if n == 1 else _PREFILL
+            else:
+                phase = _REBUILD if start < last else _PREFILL
+        else:
+            phase = _PREFILL
+        by_request = self._request_key
+        item = PlanItem(
+            req,
+            start,
+            end,
+            phase,
+            self.key_fn(req, phase) if by_request is None else by_request(req),
+        )
         self.items.append(item)
         self._chosen[req.idx] = item
-        self.tokens_left -= n
-        self.seqs_left -= 1
+        self.tokens_left = tokens_left - n
+        self.seqs_left = seqs_left - 1
         if admit:
             self.admitted.append(req)
         return None
@@ -279,7 +307,9 @@ class PlanBuilder:
 
     def build(self) -> Plan:
         items = sorted(self.items, key=_ITEM_KEY)
-        tokens = sum([it.end - it.start for it in items])
+        tokens = 0
+        for it in items:
+            tokens += it.end - it.start
         return Plan(  # (state_version, items, not_selected, preempted, admitted,
             self.view.state_version,  # tokens_used, sequences_used, blocks_used, rejected)
             items,
@@ -375,7 +405,13 @@ def _field_key(key: tuple[str, ...]) -> KeyFn:
         attr = _KEY_ATTRS[key[0]]
         return lambda r, ph: (getattr(r, attr),)
     getter = attrgetter(*(_KEY_ATTRS[name] for name in key))
-    return lambda r, ph: getter(r)
+
+    def fields(r: LiveRequest, ph: Phase) -> tuple[Any, ...]:
+        return getter(r)
+
+    # the same key of the request alone (`PlanBuilder` calls the getter without the frame)
+    fields.request_key = getter  # type: ignore[attr-defined]
+    return fields
 
 
 def _general_key(key: tuple[str, ...], d_rank: int, p_rank: int, r_rank: int) -> KeyFn:

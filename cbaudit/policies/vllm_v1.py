@@ -143,21 +143,32 @@ class VllmV1Policy:
         not change the request's own frontier."""
         preempted = False
         new_tokens = self._new_tokens
+        # `plan.kv_needed(r, n)` inline (once per running request and cut): the blocks
+        # ceil((c + n) / bs) - ceil(c / bs) for n > 0 and c >= 0
+        bs = plan.block_size
         i = 0
-        while i < len(running) and plan.tokens_left > 0:
+        while i < len(running):
+            budget = plan.tokens_left
+            if budget <= 0:
+                break
             r = running[i]
             if not r.ready:
                 plan.defer(r, Reason.NOT_READY_REMOTE_KV)
                 i += 1
                 continue
-            n = new_tokens(r, view, plan.tokens_left, running=True)
+            n = new_tokens(r, view, budget, running=True)
             if n <= 0:
                 i += 1
                 continue
             if plan.free_blocks is None:
                 need = 0
             else:
-                need = plan.kv_needed(r, n)
+                c = r.c
+                need = (
+                    (-c) // bs - (-(c + n)) // bs
+                    if bs is not None and c >= 0
+                    else plan.kv_needed(r, n)
+                )
                 placed = True
                 while need > plan.free_blocks:
                     victim = self._victim(running)

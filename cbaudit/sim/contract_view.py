@@ -99,6 +99,19 @@ class ContractById(Mapping[str, RequestDecl]):
         )
         return decl
 
+    def limits(self, rid: str) -> tuple[int, int, int] | None:
+        """`get(rid)`'s (prompt_tokens, max_output_tokens, request_generation), read from the
+        workload without making the record (None: no such request): the fields the live
+        validator's common rules read, once per request."""
+        i = self._index.get(rid)
+        if i is None:
+            return None
+        decls = self._decls
+        if isinstance(decls, TraceRequests):  # (`TraceRequests.contract_decl`'s fields)
+            return decls.prompt[i], decls.output[i], 0
+        d = decls[i]
+        return d.prompt_tokens, d.max_output_tokens, d.request_generation
+
     def __contains__(self, rid: object) -> bool:
         return rid in self._index
 

@@ -554,11 +554,17 @@ class Engine:
             return
         n = len(arrivals)
         waiting = self.waiting
+        enter = self.live.enter_waiting if self.live is not None else None  # `_enter_waiting`
+        made = self._live
+        order = pending._order
         while i < n and arrivals[i] <= now:
-            r = pending[i]
+            r = made.get(order[i])  # `pending[i]`, inline for a request made ahead
+            if r is None:
+                r = pending[i]
             r.queue = _WAITING
             waiting.append(r)
-            self._enter_waiting(r)
+            if enter is not None:
+                enter(r)
             i += 1
         self._next = i
 
@@ -728,7 +734,11 @@ class Engine:
             return None
         self.iteration += 1
         start = self.now
-        self.now = start + self._step_time(plan)
+        if plan.items and not self.slot_clock and self.preemption is None:
+            # `_step_time` of a step with model work and no swap transfers
+            self.now = start + self._model_ms(plan.items) / self.ms_per_unit
+        else:
+            self.now = start + self._step_time(plan)
         return self._serve(plan, start)
 
     def _preempt(self, victim: LiveRequest) -> None:
@@ -951,6 +961,8 @@ class Engine:
     def _retire(self, terminal: list[tuple[LiveRequest, str]]) -> None:
         """Finished requests leave the running queue and release their K/V blocks."""
         now = self.now
+        stats = self.stats
+        pool = self.state_pool
         for r, why in terminal:
             r.terminal = True
             r.queue = _FINISHED
@@ -958,16 +970,23 @@ class Engine:
             if self.free is not None:
                 self.free += r.blocks
             r.blocks = 0
-            if self.state_pool is not None:
-                self.state_pool.release(r)
-            st = self.stats[r.idx]
+            if pool is not None:
+                pool.release(r)
+            st = stats[r.idx]
             st.finished = now
             st.finish_reason = why
-        if self.live is not None:
-            for r, _ in terminal:
-                self.live.forget(r)
+        # then each one's tables in the validator dropped (`forget`) and its figures folded
+        # (`_fold`), one request at a time (the two touch disjoint state)
+        forget = self.live.forget if self.live is not None else None
+        table = self.table
+        made = self._live
         for r, _ in terminal:
-            self._fold(r)
+            if forget is not None:
+                forget(r)
+            i = r.idx  # `_fold`, inline
+            table.store(r, stats[i])
+            stats[i] = None  # type: ignore[call-overload]
+            made.pop(i, None)
         self.finished += len(terminal)
         self.running = [r for r in self.running if not r.terminal]
 

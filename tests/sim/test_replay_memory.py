@@ -54,7 +54,7 @@ def test_the_live_validator_keeps_nothing_for_finished_requests(
             live._prefill_keys,
             live._decode_keys,
             live._rebuild_keys,
-            live._decls,
+            live._limits,
             live._entry,
         ]
 
