@@ -166,9 +166,9 @@ def run_stretch(engine: Engine, step: Executed) -> None:
 
 def _arrived(engine: Engine) -> bool:
     """Whether a request has arrived by `now` that is not in the waiting queue yet."""
-    pending = engine._pending
+    arrivals = engine._pending.arrivals  # (the column `admit` compares: no request made)
     i = engine._next
-    return i < len(pending) and pending[i].arrival <= engine.now
+    return i < len(arrivals) and arrivals[i] <= engine.now
 
 
 _NOT_TAKEN = 0
@@ -234,8 +234,8 @@ def _stretch(
         k_max = min(k_max, engine.max_decisions - engine.version)
     if k_max < _MIN_STRETCH:
         return _NOT_TAKEN
-    pending = engine._pending
-    nxt = pending[engine._next].arrival if engine._next < len(pending) else math.inf
+    arrivals = engine._pending.arrivals  # (the column `admit` compares: no request made)
+    nxt = arrivals[engine._next] if engine._next < len(arrivals) else math.inf
     b = len(running) - (partial is not None)
     if engine.slot_clock:
         series: StepSeries | None = _SLOT
