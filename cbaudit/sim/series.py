@@ -141,6 +141,11 @@ class SortedCounts(Mapping[float, int]):
         if not more:
             return self
         keys, counts = self._keys, self._counts
+        if not keys:  # the first fold: the values sorted and their counts read, at C speed
+            first = sorted(more)
+            out = SortedCounts()
+            out._keys, out._counts = array("d", first), array("q", map(more.__getitem__, first))
+            return out
         new_keys: array[float] = array("d")
         new_counts: array[int] = array("q")
         values = sorted(more)
