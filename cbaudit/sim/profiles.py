@@ -345,8 +345,11 @@ def _shipped_document(path: Path) -> Document:
     these bytes (`load_recorded`), else parsed."""
     name = str(path)
     raw = read_bounded(path, name, resolve_max_bytes(None))
-    index = json.loads(PARSED_INDEX.read_text(encoding="utf-8"))
-    recorded = {entry["sha256"]: entry["data"] for entry in index["profiles"].values()}
+    try:
+        index = json.loads(PARSED_INDEX.read_text(encoding="utf-8"))
+        recorded = {entry["sha256"]: entry["data"] for entry in index["profiles"].values()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        recorded = {}  # an index that is gone or unreadable: the YAML is parsed, as for any file
     return load_recorded(raw, name=name, fmt="yaml", recorded=recorded)
 
 

@@ -74,3 +74,30 @@ def test_a_stale_index_entry_is_not_used(monkeypatch: pytest.MonkeyPatch, tmp_pa
     hardware = load_hardware_profile("nvidia-h100-sxm")
     assert (model, hardware) == expected
     assert model.profile_id == "llama-3-8b-gqa-fp16"
+
+
+@pytest.mark.parametrize(
+    "text", [None, "", "{not json", "[]", '{"profiles": 3}', '{"profiles": {"a": 1}}']
+)
+def test_a_missing_or_unreadable_index_falls_back_to_the_yaml(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str | None
+) -> None:
+    """An installation whose index is gone or damaged still loads every shipped profile, by
+    parsing its YAML (the same profile, positions included), never an internal error."""
+    expected = (load_model_profile("llama-3-8b-gqa-fp16"), load_hardware_profile("nvidia-h100-sxm"))
+    index = tmp_path / "parsed-profiles.json"
+    if text is not None:
+        index.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(profiles, "PARSED_INDEX", index)
+    parsed: list[bool] = []
+    real = profiles.load_recorded
+
+    def spy(raw: bytes, **kw: object) -> object:
+        parsed.append(not kw["recorded"])
+        return real(raw, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(profiles, "load_recorded", spy)
+    model = load_model_profile("llama-3-8b-gqa-fp16")
+    hardware = load_hardware_profile("nvidia-h100-sxm")
+    assert (model, hardware) == expected
+    assert parsed == [True, True]
