@@ -486,6 +486,12 @@ class Engine:
 
     # ------------------------------------------------------------------ the loop
 
+    def _fold_tbt(self) -> None:
+        """The TBT gaps counted in the dict, folded into the sorted arrays (the dict emptied)."""
+        if self.tbt:
+            self._tbt_folded = self._tbt_folded.merged(self.tbt)
+            self.tbt.clear()
+
     def run(self) -> ReplayRun:
         """Replay the workload until every request finished or a stop, and report it."""
         self.start()
@@ -539,8 +545,7 @@ class Engine:
             if self.stretches and self.stop is None:
                 run_stretch(self, step)
             if len(self.tbt) > _TBT_FOLD and 8 * len(self.tbt) > len(self._tbt_folded):
-                self._tbt_folded = self._tbt_folded.merged(self.tbt)
-                self.tbt.clear()
+                self._fold_tbt()
 
     # ------------------------------------------------------------------ admit
 
@@ -554,17 +559,11 @@ class Engine:
             return
         n = len(arrivals)
         waiting = self.waiting
-        enter = self.live.enter_waiting if self.live is not None else None  # `_enter_waiting`
-        made = self._live
-        order = pending._order
         while i < n and arrivals[i] <= now:
-            r = made.get(order[i])  # `pending[i]`, inline for a request made ahead
-            if r is None:
-                r = pending[i]
+            r = pending[i]
             r.queue = _WAITING
             waiting.append(r)
-            if enter is not None:
-                enter(r)
+            self._enter_waiting(r)
             i += 1
         self._next = i
 
@@ -975,18 +974,12 @@ class Engine:
             st = stats[r.idx]
             st.finished = now
             st.finish_reason = why
-        # then each one's tables in the validator dropped (`forget`) and its figures folded
-        # (`_fold`), one request at a time (the two touch disjoint state)
-        forget = self.live.forget if self.live is not None else None
-        table = self.table
-        made = self._live
+        # then each one's tables in the validator dropped and its figures folded
+        live = self.live
         for r, _ in terminal:
-            if forget is not None:
-                forget(r)
-            i = r.idx  # `_fold`, inline
-            table.store(r, stats[i])
-            stats[i] = None  # type: ignore[call-overload]
-            made.pop(i, None)
+            if live is not None:
+                live.forget(r)
+            self._fold(r)
         self.finished += len(terminal)
         self.running = [r for r in self.running if not r.terminal]
 
@@ -1020,9 +1013,7 @@ class Engine:
             table.store(r, stats[i])
         tbt: Mapping[float, int] = self.tbt
         if self._tbt_folded:  # one folded copy, not three (the dict, the old and new arrays)
-            if self.tbt:
-                self._tbt_folded = self._tbt_folded.merged(self.tbt)
-                self.tbt.clear()
+            self._fold_tbt()
             tbt = self._tbt_folded
         return ReplayRun(
             workload=self.workload,
