@@ -138,7 +138,7 @@ def _case(seed: int) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("seed", range(400))
-def test_walk_closed_forms_equal_the_walk_one_iteration_at_a_time(seed: int) -> None:
+def test_the_walk_equals_its_specification_on_edge_cases(seed: int) -> None:
     args = _case(seed)
     want = _reference(*args)
     got = _walk(*args)
@@ -172,7 +172,7 @@ def test_a_kv_shortage_exactly_at_a_block_boundary() -> None:
     # exactly enough for iteration 4 (free 5, 3, 2, 2, 2, 0); iteration 5 needs 1
     got = _walk(0.0, 50, float("inf"), hist, 5, series, None, bs, 1.0)
     assert got == ([1.0, 2.0, 3.0, 4.0, 5.0], 2, 0)
-    # enough for every iteration up to k_max: the closed form, no walk (16 blocks per cycle)
+    # enough for every iteration up to k_max (3 blocks per 4 iterations: 36 for the first 48)
     got = _walk(0.0, 50, float("inf"), hist, 3 * 13, series, None, bs, 1.0)
     assert got is not None and len(got[0]) == 50 and got[1:] == (3 * 13 - 36 - 2, 0)
     # a chunk of width 3 from row 2 (one block held) ends at rows 5, 8, 11, 14: it takes
@@ -190,7 +190,7 @@ def test_a_series_switch_inside_a_batch_and_a_tick_clock() -> None:
         got = _walk(100.0, 40, float("inf"), None, None, series, None, None, mpu)
         assert got == want and got is not None
         assert [t.hex() for t in got[0]] == [t.hex() for t in want[0]]  # type: ignore[index]
-        # an arrival past the switch, found in a later batch than the first
+        # an arrival past the switch ends the stretch after the step that reaches it
         nxt = want[0][30]  # type: ignore[index]
         got = _walk(100.0, 40, nxt, None, None, series, None, None, mpu)
         assert got is not None and len(got[0]) == 31
