@@ -152,6 +152,13 @@ class LiveContract:
         """`r`'s published view changed: its state rules run again at the next cut."""
         self._touched[r.idx] = r
 
+    def touch_all(self, requests: Iterable[LiveRequest]) -> None:
+        """`touch` each of `requests` (one call for a whole queue: after a stretch, every
+        running request's view changed)."""
+        touched = self._touched
+        for r in requests:
+            touched[r.idx] = r
+
     def enter_waiting(self, r: LiveRequest) -> None:
         """`r` joined the waiting queue (arrival, preemption, initial state)."""
         self._touched[r.idx] = r
