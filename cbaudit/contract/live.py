@@ -127,10 +127,14 @@ class LiveContract:
         tie_break = workload.policy.tie_break
         self._key_fields = tie_break.key
         self._phase_order = tie_break.phase_order
-        # declared keys by request index, one table per phase: (generation, key)
+        # declared keys by request index, one table per phase: (generation, key); one table
+        # for all three when the key has no phase_rank (`declared_key` does not read the
+        # phase then: a request's key is computed once, not once per phase)
         self._prefill_keys: dict[int, tuple[int, TieBreakKey]] = {}
         self._decode_keys: dict[int, tuple[int, TieBreakKey]] = {}
         self._rebuild_keys: dict[int, tuple[int, TieBreakKey]] = {}
+        if "phase_rank" not in self._key_fields:
+            self._decode_keys = self._rebuild_keys = self._prefill_keys
         # per request index: (prompt_tokens, max_output_tokens, request_generation) of its
         # declaration, the fields the common view and result rules read (None: undeclared)
         self._limits: dict[int, _Limits | None] = {}
