@@ -483,7 +483,7 @@ class LiveContract:
         probe: list[Issue] = []
         for r in touched:
             queue = r.queue
-            if queue is None or queue not in queues:
+            if queue not in queues:  # (None: in no queue)
                 continue  # left the cut (finished, rejected): no longer published
             # the common view, a ready live request whose fields pass every rule, inline:
             # `view_issues` would find nothing (each of its conditions is tested here)
@@ -492,13 +492,13 @@ class LiveContract:
             if lim is not None and r.ready and not r.terminal and queue is not _FINISHED:
                 p = r.p
                 e = r.e
-                c = r.c
                 if (
                     p == lim[0]
                     and e <= lim[1]
                     and r.gen >= lim[2]
-                    and (c < p if e == 0 else c <= p + e - 1)  # derive_phase finds work
-                    and (e != 0 or r.floor <= 0 or r.floor <= p)  # no floor, or within p
+                    # derive_phase finds work (c <= p + e - 1, or c < p before the first
+                    # token) and, before the first token, no floor or one within p
+                    and (r.c < p + e if e else r.c < p and (r.floor <= 0 or r.floor <= p))
                 ):
                     continue
             self._view(probe, r, queue, 0)
