@@ -127,10 +127,14 @@ class LiveContract:
         tie_break = workload.policy.tie_break
         self._key_fields = tie_break.key
         self._phase_order = tie_break.phase_order
-        # declared keys by request index, one table per phase: (generation, key)
+        # declared keys by request index, one table per phase: (generation, key); one table
+        # for all three when the key has no phase_rank (`declared_key` does not read the
+        # phase then: a request's key is computed once, not once per phase)
         self._prefill_keys: dict[int, tuple[int, TieBreakKey]] = {}
         self._decode_keys: dict[int, tuple[int, TieBreakKey]] = {}
         self._rebuild_keys: dict[int, tuple[int, TieBreakKey]] = {}
+        if "phase_rank" not in self._key_fields:
+            self._decode_keys = self._rebuild_keys = self._prefill_keys
         # per request index: (prompt_tokens, max_output_tokens, request_generation) of its
         # declaration, the fields the common view and result rules read (None: undeclared)
         self._limits: dict[int, _Limits | None] = {}
@@ -151,6 +155,13 @@ class LiveContract:
     def touch(self, r: LiveRequest) -> None:
         """`r`'s published view changed: its state rules run again at the next cut."""
         self._touched[r.idx] = r
+
+    def touch_all(self, requests: Iterable[LiveRequest]) -> None:
+        """`touch` each of `requests` (one call for a whole queue: after a stretch, every
+        running request's view changed)."""
+        touched = self._touched
+        for r in requests:
+            touched[r.idx] = r
 
     def enter_waiting(self, r: LiveRequest) -> None:
         """`r` joined the waiting queue (arrival, preemption, initial state)."""
@@ -472,7 +483,7 @@ class LiveContract:
         probe: list[Issue] = []
         for r in touched:
             queue = r.queue
-            if queue is None or queue not in queues:
+            if queue not in queues:  # (None: in no queue)
                 continue  # left the cut (finished, rejected): no longer published
             # the common view, a ready live request whose fields pass every rule, inline:
             # `view_issues` would find nothing (each of its conditions is tested here)
@@ -481,13 +492,13 @@ class LiveContract:
             if lim is not None and r.ready and not r.terminal and queue is not _FINISHED:
                 p = r.p
                 e = r.e
-                c = r.c
                 if (
                     p == lim[0]
                     and e <= lim[1]
                     and r.gen >= lim[2]
-                    and (c < p if e == 0 else c <= p + e - 1)  # derive_phase finds work
-                    and (e != 0 or r.floor <= 0 or r.floor <= p)  # no floor, or within p
+                    # derive_phase finds work (c <= p + e - 1, or c < p before the first
+                    # token) and, before the first token, no floor or one within p
+                    and (r.c < p + e if e else r.c < p and (r.floor <= 0 or r.floor <= p))
                 ):
                     continue
             self._view(probe, r, queue, 0)

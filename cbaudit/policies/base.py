@@ -94,6 +94,7 @@ class Plan:
 
 
 KeyFn = Callable[[LiveRequest, Phase], tuple[Any, ...]]
+_new_object = object.__new__
 _ITEM_KEY = attrgetter("key")
 
 
@@ -230,13 +231,15 @@ class PlanBuilder:
         else:
             phase = _PREFILL
         by_request = self._request_key
-        item = PlanItem(
-            req,
-            start,
-            end,
-            phase,
-            self.key_fn(req, phase) if by_request is None else by_request(req),
-        )
+        # `PlanItem(req, start, end, phase, key)` without its `__init__` frame (the same
+        # fields; a class call with a Python `__init__` is one of the dearest calls here)
+        item = _new_object(PlanItem)
+        item.req = req
+        item.start = start
+        item.end = end
+        item.phase = phase
+        item.key = self.key_fn(req, phase) if by_request is None else by_request(req)
+        item.snapshot = req.snapshot
         self.items.append(item)
         self._chosen[req.idx] = item
         self.tokens_left = tokens_left - n

@@ -142,10 +142,17 @@ class VllmV1Policy:
         The blocks a request needs are computed once: preempting others frees blocks but does
         not change the request's own frontier."""
         preempted = False
-        new_tokens = self._new_tokens
-        # `plan.kv_needed(r, n)` inline (once per running request and cut): the blocks
-        # ceil((c + n) / bs) - ceil(c / bs) for n > 0 and c >= 0
+        # `_new_tokens(r, view, budget, running=True)` inline (once per running request and
+        # cut; the same formula): the stream left `p + e - c`, clamped by the threshold (when
+        # positive), by the tokens left and by `max_model_len - 1 - c`; the clamps read once
+        threshold = view.budgets.long_prefill_token_threshold
+        if threshold is not None and threshold <= 0:
+            threshold = None  # (off)
+        max_len = self.max_model_len
+        # `plan.kv_needed(r, n)` inline: the blocks ceil((c + n) / bs) - ceil(c / bs) for
+        # n > 0 and c >= 0
         bs = plan.block_size
+        take = plan.take
         i = 0
         while i < len(running):
             budget = plan.tokens_left
@@ -156,34 +163,42 @@ class VllmV1Policy:
                 plan.defer(r, Reason.NOT_READY_REMOTE_KV)
                 i += 1
                 continue
-            n = new_tokens(r, view, budget, running=True)
+            c = r.c
+            n = r.p + r.e - c
+            if threshold is not None and threshold < n:
+                n = threshold
+            if budget < n:
+                n = budget
+            if max_len is not None and max_len - 1 - c < n:
+                n = max_len - 1 - c
             if n <= 0:
                 i += 1
                 continue
-            if plan.free_blocks is None:
+            free = plan.free_blocks
+            if free is None:
                 need = 0
             else:
-                c = r.c
                 need = (
                     (-c) // bs - (-(c + n)) // bs
                     if bs is not None and c >= 0
                     else plan.kv_needed(r, n)
                 )
-                placed = True
-                while need > plan.free_blocks:
-                    victim = self._victim(running)
-                    scheduled_earlier = plan.chosen(victim)
-                    running.remove(victim)
-                    if scheduled_earlier:  # its tokens come back and the walk steps back one
-                        i -= 1
-                    plan.preempt(victim)
-                    preempted = True
-                    if victim is r:
-                        placed = False
+                if need > free:  # victims until the blocks fit (the pool stays modelled)
+                    placed = True
+                    while plan.free_blocks is not None and need > plan.free_blocks:
+                        victim = self._victim(running)
+                        scheduled_earlier = plan.chosen(victim)
+                        running.remove(victim)
+                        if scheduled_earlier:  # its tokens come back and the walk steps back
+                            i -= 1
+                        plan.preempt(victim)
+                        preempted = True
+                        if victim is r:
+                            placed = False
+                            break
+                    if not placed:  # it preempted itself: nobody after it runs in this step
                         break
-                if not placed:  # it preempted itself: nobody after it runs in this step
-                    break
-            reason = plan.take(r, n, need)
+            reason = take(r, n, need)
             if reason is not None:  # only the sequence budget can still refuse here
                 plan.defer(r, reason)
             i += 1

@@ -140,6 +140,7 @@ R(
     " and smaller, then to the tokens left.",
     "R04 R05 S13 S14 S15 S16 S17",
     f"{_POLICY}._new_tokens",
+    f"{_POLICY}._running_pass",
 )
 R(
     "running.max_model_len_clamp",
@@ -147,6 +148,7 @@ R(
     " binding while requests stop at max_model_len).",
     "S18",
     f"{_POLICY}._new_tokens",
+    f"{_POLICY}._running_pass",
 )
 R(
     "running.zero_tokens",

@@ -557,9 +557,7 @@ def _apply(
     # fault must be found at the next cut on both paths: docs/replay.md)
     live = engine.live
     if live is not None:
-        touch = live.touch
-        for r in running:
-            touch(r)
+        live.touch_all(running)
     engine.stretch_count += 1
     engine.stretch_iterations += k
     if partial is not None:

@@ -104,3 +104,44 @@ def test_lesson_admission_cases(active: int, step_tokens: int, free: int, expect
         block_size=16,
     )
     assert got is expect
+
+
+def test_take_makes_the_item_plan_item_makes() -> None:
+    """`PlanBuilder.take` makes its item without `PlanItem.__init__`: every slot holds what
+    the constructor would put there (prefill, decode and rebuild rows, both key forms)."""
+    from cbaudit.contract.live_request import LiveRequest
+    from cbaudit.contract.workload_records import Phase
+    from cbaudit.policies.base import BudgetsView, PlanBuilder, PlanItem, key_function
+    from cbaudit.sim.engine import _View
+
+    budgets = BudgetsView(4096, 16, 16, 1000, None)
+    keys = [
+        key_function(("arrival_order", "request_id", "request_generation"), ()),
+        key_function(
+            ("phase_rank", "arrival_order", "request_id", "request_generation"),
+            (Phase.DECODE_ROW, Phase.PREFILL_CHUNK),
+        ),
+    ]
+    for key_fn in keys:
+        reqs = []
+        for i, (e, c) in enumerate([(0, 0), (0, 5), (3, 12), (3, 4)]):  # p = 10
+            r = LiveRequest(i, f"r{i}", 0, 10, 50, float(i), i, 0, None)
+            r.e, r.c, r.snapshot = e, c, 7 + i
+            reqs.append(r)
+        view = _View(1, 1, 0.0, budgets, [], reqs, 1000)
+        plan = PlanBuilder(view, key_fn)
+        for r, n in zip(reqs, [4, 5, 1, 2], strict=True):
+            assert plan.take(r, n) is None
+        phases = [item.phase for item in plan.items]
+        assert phases == [
+            Phase.PREFILL_CHUNK,
+            Phase.PREFILL_CHUNK,
+            Phase.DECODE_ROW,
+            Phase.RECOMPUTE_CHUNK,
+        ]
+        for item in plan.items:
+            r = item.req
+            made = PlanItem(r, r.c, item.end, item.phase, key_fn(r, item.phase))
+            assert {s: getattr(item, s) for s in PlanItem.__slots__} == {
+                s: getattr(made, s) for s in PlanItem.__slots__
+            }

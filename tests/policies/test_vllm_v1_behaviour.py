@@ -127,3 +127,56 @@ def test_a_step_that_only_preempts_is_an_iteration() -> None:
     first = seen[0]
     assert (first.iteration, first.scheduled, first.preempted) == (1, (), ("X",))
     assert seen[1].iteration == 2 and dict(seen[1].scheduled) == {"Y": 1}
+
+
+def test_the_running_pass_asks_what_new_tokens_gives() -> None:
+    """The running pass's inline copy of `_new_tokens(..., running=True)`: every scheduled
+    running request gets exactly the tokens the rule method gives at its turn (remaining
+    stream, threshold on or off or not positive, the tokens left, `max_model_len`), over
+    seeded random cuts of prefills, decodes and rebuilds."""
+    import random
+
+    from cbaudit.contract.live_request import LiveRequest
+    from cbaudit.contract.workload_records import Queue
+    from cbaudit.policies.base import BudgetsView, PlanBuilder, key_function
+    from cbaudit.policies.vllm_v1 import VllmV1Policy
+    from cbaudit.sim.engine import _View
+
+    rng = random.Random(16)
+    checked = 0
+    for _ in range(400):
+        max_len = rng.choice([None, None, 40, 70, 200])
+        policy = VllmV1Policy({} if max_len is None else {"max_model_len": max_len})
+        key_fn = key_function(policy.tie_break_key, policy.phase_order)
+        running = []
+        for i in range(rng.randint(1, 8)):
+            p = rng.randint(1, 60)
+            r = LiveRequest(i, f"r{i}", 0, p, 100, float(i), i, 0, None)
+            r.e = rng.choice([0, 0, rng.randint(1, 30)])
+            top = p + r.e - 1 if r.e else p - 1
+            if max_len is not None:
+                top = min(top, max_len - 2)
+            r.c = rng.randint(0, max(0, top))
+            r.queue = Queue.RUNNING
+            r.blocks = -(-r.c // 16)
+            running.append(r)
+        budgets = BudgetsView(
+            rng.randint(1, 200), 256, 16, 10_000, rng.choice([None, -1, 0, 1, 8, 32])
+        )
+        view = _View(1, 1, 0.0, budgets, running, [], 10_000)
+        plan = PlanBuilder(view, key_fn)
+        policy.choose(view, plan)
+        left = budgets.token_budget
+        by_req = {item.req.idx: item for item in plan.items}
+        for r in running:
+            if left <= 0:
+                break
+            want = policy._new_tokens(r, view, left, running=True)
+            item = by_req.get(r.idx)
+            if want <= 0:
+                assert item is None
+                continue
+            assert item is not None and item.end - item.start == want
+            left -= want
+            checked += 1
+    assert checked > 1000

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -63,10 +64,15 @@ class NoThresholdWhenWaiting(VllmV1Policy):
 
 
 class NoThresholdWhenRunning(VllmV1Policy):
-    def _new_tokens(self, r: LiveRequest, view: StateView, budget: int, *, running: bool) -> int:
-        if not running:
-            return super()._new_tokens(r, view, budget, running=False)
-        return min(r.p + r.e - r.c, budget)
+    # the running pass reads the threshold off the cut's budgets (its copy of `_new_tokens`):
+    # it sees a cut without one
+    def _running_pass(
+        self, view: StateView, plan: PlanBuilder, running: list[LiveRequest]
+    ) -> tuple[int, bool]:
+        unclamped = SimpleNamespace(
+            budgets=replace(view.budgets, long_prefill_token_threshold=None)
+        )
+        return super()._running_pass(unclamped, plan, running)  # type: ignore[arg-type]
 
 
 class PreemptOnlyIsNoStep(VllmV1Policy):
