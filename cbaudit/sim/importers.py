@@ -54,6 +54,19 @@ FORMATS: dict[TraceFormat, TraceColumns] = {
 }
 
 _MS_PER_S = Decimal(1000)
+# Used only when a bare CSV trace is loaded without a policy or budgets; documented defaults
+# (the replay of a plain trace reads them here, without loading the workload generators).
+DEFAULT_TIE_BREAK: dict[str, list[str]] = {
+    "key": ["phase_rank", "priority_rank", "arrival_order", "request_id", "request_generation"],
+    "phase_order": ["DECODE_ROW", "PREFILL_CHUNK"],
+}
+DEFAULT_TRACE_POLICY: dict[str, Any] = {
+    "policy_id": "unspecified",
+    "policy_version": "0",
+    "tie_break": DEFAULT_TIE_BREAK,
+}
+DEFAULT_TRACE_BUDGETS: dict[str, int] = {"token_budget": 8192, "sequence_budget": 256}
+
 
 _TIMESTAMP_RE = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,12}))?"

@@ -641,8 +641,7 @@ def _from_trace(path: str | Path, name: str) -> Workload | None:
     (`importers.read_plain_trace`) or its name is no manifest id: the manifest path then reads
     it and refuses what it refuses, located, as before.
     """
-    from cbaudit.sim.importers import read_plain_trace
-    from cbaudit.sim.workload_gen import DEFAULT_TRACE_BUDGETS, DEFAULT_TRACE_POLICY
+    from cbaudit.sim.importers import DEFAULT_TRACE_BUDGETS, DEFAULT_TRACE_POLICY, read_plain_trace
 
     workload_id = Path(path).stem
     if not 1 <= len(workload_id) <= 256:  # the manifest schema's id

@@ -32,7 +32,10 @@ from cbaudit.io.loader import load_document
 from cbaudit.io.schemas import validate
 from cbaudit.model import Finding, InputError, Location
 from cbaudit.model.findings import pointer_join
-from cbaudit.sim.importers import (
+from cbaudit.sim.importers import (  # the trace defaults live with the reader (re-exported)
+    DEFAULT_TIE_BREAK,
+    DEFAULT_TRACE_BUDGETS,
+    DEFAULT_TRACE_POLICY,
     describe_trace_source,
     iter_trace_rows,
     read_int_column,
@@ -44,17 +47,6 @@ GENERATOR_SCHEMA = "workload-generator"
 MANIFEST_SCHEMA = "workload-manifest"
 GENERATOR_KIND = "workload-generator"
 
-DEFAULT_TIE_BREAK: dict[str, list[str]] = {
-    "key": ["phase_rank", "priority_rank", "arrival_order", "request_id", "request_generation"],
-    "phase_order": ["DECODE_ROW", "PREFILL_CHUNK"],
-}
-# Used only when a bare CSV trace is loaded without a policy or budgets; documented defaults.
-DEFAULT_TRACE_POLICY: dict[str, Any] = {
-    "policy_id": "unspecified",
-    "policy_version": "0",
-    "tie_break": DEFAULT_TIE_BREAK,
-}
-DEFAULT_TRACE_BUDGETS: dict[str, int] = {"token_budget": 8192, "sequence_budget": 256}
 DEFAULT_ARRIVAL_DECIMALS = 3
 MAX_DURATION_REQUESTS = 10_000_000
 

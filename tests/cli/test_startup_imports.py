@@ -67,7 +67,8 @@ def test_other_formats_load_only_their_reporter(fmt: str) -> None:
 # What `replay run` of a plain CSV trace under the roofline model (shipped profiles) must not
 # load: PyYAML (the shipped profiles come from their parsed index), the state/plan/result
 # records (the live contract checks the engine's own objects), the table cost model, the engine
-# config reader (no --engine-config), and the other commands' code.
+# config reader (no --engine-config), the workload generators (a plain trace takes its default
+# policy and budgets from the trace reader), and the other commands' code.
 REPLAY_NEVER = (
     "yaml",
     "cbaudit.io.yaml_strict",
@@ -76,6 +77,7 @@ REPLAY_NEVER = (
     "cbaudit.sim.cost_table",
     "cbaudit.sim.engine_config",
     "cbaudit.sim.slo",
+    "cbaudit.sim.workload_gen",
     "pydantic",
     "jsonschema",
     "jsonschema_rs",
