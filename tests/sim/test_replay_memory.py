@@ -278,3 +278,24 @@ def test_the_streamed_tbt_line_is_the_whole_line(scale: float | None) -> None:
     out = io.BytesIO()
     _stream_tbt(out, hashlib.sha256(), SortedCounts(), value)
     assert out.getvalue() == b'{"tbt":[]}\n'
+
+
+def test_run_series_packs_its_pending_runs_exactly() -> None:
+    """Runs past the packing batch (`_PACK_AT`), read at every point of the way and widened
+    in the middle of a batch: the same runs, length and total as a plain list of runs."""
+    from cbaudit.sim.series import _PACK_AT
+
+    rng = random.Random(5)
+    series, plain = RunSeries(), []
+    for step in range(3 * _PACK_AT + 7):
+        value = step % 3 if step != 2 * _PACK_AT else 2**40  # widens mid-batch
+        count = rng.randint(1, 4)
+        series.extend_run(value, count)
+        plain.append((value, count))
+        if step % 97 == 0:  # a read packs what is pending; more runs come after it
+            assert list(series.runs()) == plain
+    assert list(series.runs()) == plain
+    assert len(series) == sum(c for _, c in plain)
+    assert series.total() == sum(v * c for v, c in plain)
+    assert list(series) == [v for v, c in plain for _ in range(c)]
+    assert series == RunSeries(list(series))
