@@ -13,17 +13,11 @@ C arrays; the engine counts into a small dict and folds it in when the dict grow
 
 from __future__ import annotations
 
-import struct
 from array import array
 from bisect import bisect_left
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
 from itertools import chain, repeat
 from operator import mul
-
-# finished runs held as Python ints (value, length, value, length, ...: this many entries) before
-# they are packed into the C arrays together (an array's `append` converts each value through
-# the generic argument parser; a list takes it for less)
-_PACK_AT = 512
 
 
 class RunSeries:
@@ -32,17 +26,16 @@ class RunSeries:
 
     The runs are held as C ints (4 bytes) and widened to C long longs the first time a value
     or a run length does not fit (a replay's rows and tokens per iteration always fit). The
-    last run is kept as two Python ints (it may still grow), and the finished runs before it
-    in a short list until `_PACK_AT` of them are packed into the arrays at once, so that an
-    iteration's value costs a comparison and an attribute update or two (the length and the
-    total are summed from the runs when asked for: the report asks a few times)."""
+    last run is kept as two Python ints (it may still grow) and goes to the arrays when a
+    different value ends it, so that an iteration's value costs a comparison and an attribute
+    update or two; the length and the total are summed from the runs when asked for (the
+    report asks a few times), not kept up to date on every call."""
 
-    __slots__ = ("_counts", "_pending", "_run", "_value", "_values")
+    __slots__ = ("_counts", "_run", "_value", "_values")
 
     def __init__(self, values: Iterable[int] = ()) -> None:
         self._values: array[int] = array("i")
         self._counts: array[int] = array("i")
-        self._pending: list[int] = []  # finished runs not packed yet: value, length, ...
         self._value = 0  # the last run's value
         self._run = 0  # ... and its length (0: no run yet, and a first value extends it)
         self.extend(values)
@@ -54,41 +47,30 @@ class RunSeries:
         if value == self._value:
             self._run += count
             return
-        if self._run:  # the last run is finished
-            pending = self._pending
-            pending += (self._value, self._run)
-            if len(pending) >= _PACK_AT:
-                self._pack()
+        if self._run:  # the last run is finished: to the arrays
+            try:
+                self._values.append(self._value)
+                self._counts.append(self._run)
+            except OverflowError:
+                self._widen()
         self._value = value
         self._run = count
 
     # one more iteration's value (`extend_run(value)`: the same function, no second call)
     append = extend_run
 
-    def _pack(self) -> None:
-        """The pending finished runs into the arrays (widened to C long longs when one does
-        not fit a C int; OverflowError when one does not fit a C long long either)."""
-        pending = self._pending
-        if not pending:
-            return
-        n = len(pending) // 2
+    def _widen(self) -> None:
+        """The last run's value or length did not fit a C int: every run to C long longs, and
+        that run appended (once) to them."""
         values, counts = self._values, self._counts
-        code = values.typecode
-        while True:
-            try:
-                new_values = struct.pack(f"{n}{code}", *pending[0::2])
-                new_counts = struct.pack(f"{n}{code}", *pending[1::2])
-                break
-            except struct.error:
-                if code == "q":
-                    raise OverflowError("a run's value or length does not fit 8 bytes") from None
-                code = "q"
-        if code != values.typecode:
-            values = self._values = array(code, values)
-            counts = self._counts = array(code, counts)
-        values.frombytes(new_values)
-        counts.frombytes(new_counts)
-        pending.clear()
+        if len(values) > len(counts):  # its value went in, its length did not
+            values.pop()
+        if values.typecode == "q":
+            raise OverflowError("a run's value or length does not fit 8 bytes")
+        values = self._values = array("q", values)
+        counts = self._counts = array("q", counts)
+        values.append(self._value)
+        counts.append(self._run)
 
     def extend(self, values: Iterable[int]) -> None:
         """More iterations' values, in order (a list of one repeated value is one run)."""
@@ -103,7 +85,6 @@ class RunSeries:
             self.extend_run(value)
 
     def __len__(self) -> int:
-        self._pack()
         return sum(self._counts) + self._run
 
     def __iter__(self) -> Iterator[int]:
@@ -112,8 +93,6 @@ class RunSeries:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, RunSeries):
-            self._pack()
-            other._pack()
             return (
                 self._values == other._values
                 and self._counts == other._counts
@@ -124,12 +103,11 @@ class RunSeries:
     __hash__ = None  # type: ignore[assignment]  # (mutable)
 
     def __repr__(self) -> str:
-        runs = len(self._values) + len(self._pending) // 2 + (1 if self._run else 0)
+        runs = len(self._values) + (1 if self._run else 0)
         return f"RunSeries({runs} runs, {len(self)} values)"
 
     def total(self) -> int:
         """The sum of every value."""
-        self._pack()
         packed: int = sum(map(mul, self._values, self._counts))
         return packed + self._value * self._run
 
@@ -149,7 +127,6 @@ class RunSeries:
 
     def runs(self) -> Iterator[tuple[int, int]]:
         """(value, run length) pairs in order; adjacent runs hold different values."""
-        self._pack()
         packed = zip(self._values, self._counts, strict=True)
         if not self._run:
             return packed
