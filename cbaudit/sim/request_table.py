@@ -47,7 +47,7 @@ _INTS = (
     "tbt_count",
 )
 _QUEUE_CODE = {q: i for i, q in enumerate(QUEUES)}
-# the columns `RequestTable._store` writes, in the order it unpacks their views
+# the columns `RequestTable.store` writes, in the order it unpacks their views
 _WRITTEN = (
     "e",
     "c",
@@ -194,7 +194,7 @@ class RequestTable:
         self._views: tuple[Any, ...] = self._writers()
 
     def _writers(self) -> tuple[Any, ...]:
-        """A memoryview of each column `_store` writes, in `_WRITTEN` order: an array's item
+        """A memoryview of each column `store` writes, in `_WRITTEN` order: an array's item
         assignment converts the value through the generic argument parser, a memoryview's
         through its own switch on the item type (the same value lands; a value that does not
         fit is a ValueError there, an OverflowError here). The views pin the arrays' size,
