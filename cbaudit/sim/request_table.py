@@ -20,7 +20,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import overload
+from typing import Any, overload
 
 from cbaudit.contract.live_request import LiveRequest
 from cbaudit.contract.workload_records import Queue
@@ -47,6 +47,31 @@ _INTS = (
     "tbt_count",
 )
 _QUEUE_CODE = {q: i for i, q in enumerate(QUEUES)}
+# the columns `RequestTable.store` writes, in the order it unpacks their views
+_WRITTEN = (
+    "e",
+    "c",
+    "blocks",
+    "snapshot",
+    "last_served",
+    "preemptions",
+    "floor",
+    "last_emit",
+    "queue",
+    "terminal",
+    "ready",
+    "first_scheduled",
+    "first_scheduled_iteration",
+    "first_token",
+    "last_token",
+    "finished",
+    "reason",
+    "tbt_max",
+    "tbt_count",
+    "recompute_tokens",
+    "scheduled_tokens",
+    "served_iterations",
+)
 
 
 @dataclass(slots=True)
@@ -110,6 +135,7 @@ class RequestTable:
     final view (frontiers, queue, counters) and its `RequestStats`, as C arrays."""
 
     __slots__ = (
+        "_views",
         "blocks",
         "c",
         "e",
@@ -164,49 +190,83 @@ class RequestTable:
         self.terminal = array("b", [0]) * n
         self.ready = array("b", [1]) * n
         self.readiness: dict[int, str] = {}  # the rare readiness reason that is not None
+        # (Any: typeshed types a memoryview's items as ints, and a "d" view takes floats)
+        self._views: tuple[Any, ...] = self._writers()
+
+    def _writers(self) -> tuple[Any, ...]:
+        """A memoryview of each column `store` writes, in `_WRITTEN` order: an array's item
+        assignment converts the value through the generic argument parser, a memoryview's
+        through its own switch on the item type (the same value lands; a value that does not
+        fit is a ValueError there, an OverflowError here). The views pin the arrays' size,
+        which never changes (widening makes new arrays and new views)."""
+        return tuple(memoryview(getattr(self, name)) for name in _WRITTEN)
 
     def store(self, r: LiveRequest, st: RequestStats | None) -> None:
         """Row `r.idx` := the request's view and its stats (None: never arrived)."""
         try:
-            self._store(r, st)
-        except OverflowError:  # a count past 2**31: every integer column to 8 bytes
+            i = r.idx
+            (
+                e,
+                c,
+                blocks,
+                snapshot,
+                last_served,
+                preemptions,
+                floor,
+                last_emit,
+                queue,
+                terminal,
+                ready,
+                first_scheduled,
+                first_scheduled_iteration,
+                first_token,
+                last_token,
+                finished,
+                reason_code,
+                tbt_max,
+                tbt_count,
+                recompute_tokens,
+                scheduled_tokens,
+                served_iterations,
+            ) = self._views
+            e[i] = r.e
+            c[i] = r.c
+            blocks[i] = r.blocks
+            snapshot[i] = r.snapshot
+            last_served[i] = r.last_served
+            preemptions[i] = r.preemptions
+            floor[i] = r.floor
+            last_emit[i] = _NAN if r.last_emit is None else r.last_emit
+            queue[i] = _QUEUE_CODE[r.queue]
+            terminal[i] = r.terminal
+            ready[i] = r.ready
+            reason = r.readiness_reason
+            if reason is not None:
+                self.readiness[i] = reason
+            elif self.readiness:
+                self.readiness.pop(i, None)
+            if st is None:
+                return
+            first_scheduled[i] = _NAN if st.first_scheduled is None else st.first_scheduled
+            first_scheduled_iteration[i] = (
+                -1 if st.first_scheduled_iteration is None else st.first_scheduled_iteration
+            )
+            first_token[i] = _NAN if st.first_token is None else st.first_token
+            last_token[i] = _NAN if st.last_token is None else st.last_token
+            finished[i] = _NAN if st.finished is None else st.finished
+            reason_code[i] = _REASON_CODE[st.finish_reason]
+            tbt_max[i] = st.tbt_max
+            tbt_count[i] = st.tbt_count
+            recompute_tokens[i] = st.recompute_tokens
+            scheduled_tokens[i] = st.scheduled_tokens
+            served_iterations[i] = st.served_iterations
+        except (OverflowError, ValueError):  # a count past 2**31: integer columns to 8 bytes
+            if self.e.typecode == "q":
+                raise OverflowError(f"request {r.idx}: a count does not fit 8 bytes") from None
             for name in _INTS:
                 setattr(self, name, array("q", getattr(self, name)))
-            self._store(r, st)
-
-    def _store(self, r: LiveRequest, st: RequestStats | None) -> None:
-        i = r.idx
-        self.e[i] = r.e
-        self.c[i] = r.c
-        self.blocks[i] = r.blocks
-        self.snapshot[i] = r.snapshot
-        self.last_served[i] = r.last_served
-        self.preemptions[i] = r.preemptions
-        self.floor[i] = r.floor
-        self.last_emit[i] = _NAN if r.last_emit is None else r.last_emit
-        self.queue[i] = _QUEUE_CODE[r.queue]
-        self.terminal[i] = r.terminal
-        self.ready[i] = r.ready
-        reason = r.readiness_reason
-        if reason is not None:
-            self.readiness[i] = reason
-        elif self.readiness:
-            self.readiness.pop(i, None)
-        if st is None:
-            return
-        self.first_scheduled[i] = _NAN if st.first_scheduled is None else st.first_scheduled
-        self.first_scheduled_iteration[i] = (
-            -1 if st.first_scheduled_iteration is None else st.first_scheduled_iteration
-        )
-        self.first_token[i] = _NAN if st.first_token is None else st.first_token
-        self.last_token[i] = _NAN if st.last_token is None else st.last_token
-        self.finished[i] = _NAN if st.finished is None else st.finished
-        self.reason[i] = _REASON_CODE[st.finish_reason]
-        self.tbt_max[i] = st.tbt_max
-        self.tbt_count[i] = st.tbt_count
-        self.recompute_tokens[i] = st.recompute_tokens
-        self.scheduled_tokens[i] = st.scheduled_tokens
-        self.served_iterations[i] = st.served_iterations
+            self._views = self._writers()
+            self.store(r, st)  # the whole row again, into the wide columns
 
     def stats_at(self, i: int) -> RequestStats:
         """Row `i`'s stats as a fresh `RequestStats`."""

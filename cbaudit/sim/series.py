@@ -16,53 +16,61 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
-from itertools import repeat
+from itertools import chain, repeat
+from operator import mul
 
 
 class RunSeries:
-    """An append-only sequence of ints stored as runs: `append`, `extend` (the `array`
+    """An append-only sequence of ints stored as runs: `append`, `extend_run`, `extend` (the
     calls the engine makes), `len`, iteration in order, `total`, `prefix_sum`, `runs`.
 
     The runs are held as C ints (4 bytes) and widened to C long longs the first time a value
-    or a run length does not fit (a replay's rows and tokens per iteration always fit)."""
+    or a run length does not fit (a replay's rows and tokens per iteration always fit). The
+    last run is kept as two Python ints (it may still grow) and goes to the arrays when a
+    different value ends it, so that an iteration's value costs a comparison and an attribute
+    update or two; the length and the total are summed from the runs when asked for (the
+    report asks a few times), not kept up to date on every call."""
 
-    __slots__ = ("_counts", "_len", "_total", "_values")
+    __slots__ = ("_counts", "_run", "_value", "_values")
 
     def __init__(self, values: Iterable[int] = ()) -> None:
         self._values: array[int] = array("i")
         self._counts: array[int] = array("i")
-        self._len = 0
-        self._total = 0
+        self._value = 0  # the last run's value
+        self._run = 0  # ... and its length (0: no run yet, and a first value extends it)
         self.extend(values)
 
-    def append(self, value: int) -> None:
-        """One more iteration's value."""
-        self.extend_run(value, 1)
-
-    def extend_run(self, value: int, count: int) -> None:
+    def extend_run(self, value: int, count: int = 1) -> None:
         """`count` more iterations, each with `value`."""
         if count <= 0:
             return
-        values = self._values
-        try:
-            if values and values[-1] == value:
-                self._counts[-1] += count
-            else:
-                values.append(value)
-                try:
-                    self._counts.append(count)
-                except OverflowError:
-                    values.pop()
-                    raise
-        except OverflowError:
-            if self._values.typecode == "q":
-                raise
-            self._values = array("q", self._values)
-            self._counts = array("q", self._counts)
-            self.extend_run(value, count)
+        if value == self._value:
+            self._run += count
             return
-        self._len += count
-        self._total += value * count
+        if self._run:  # the last run is finished: to the arrays
+            try:
+                self._values.append(self._value)
+                self._counts.append(self._run)
+            except OverflowError:
+                self._widen()
+        self._value = value
+        self._run = count
+
+    # one more iteration's value (`extend_run(value)`: the same function, no second call)
+    append = extend_run
+
+    def _widen(self) -> None:
+        """The last run's value or length did not fit a C int: every run to C long longs, and
+        that run appended (once) to them."""
+        values, counts = self._values, self._counts
+        if len(values) > len(counts):  # its value went in, its length did not
+            values.pop()
+        if values.typecode == "q":
+            raise OverflowError("a run's value or length does not fit 8 bytes")
+        values = self._values = array("q", values)
+        counts = self._counts = array("q", counts)
+        values.append(self._value)
+        counts.append(self._run)
 
     def extend(self, values: Iterable[int]) -> None:
         """More iterations' values, in order (a list of one repeated value is one run)."""
@@ -74,36 +82,42 @@ class RunSeries:
             self.extend_run(first, len(seq))
             return
         for value in seq:
-            self.append(value)
+            self.extend_run(value)
 
     def __len__(self) -> int:
-        return self._len
+        return sum(self._counts) + self._run
 
     def __iter__(self) -> Iterator[int]:
-        for value, count in zip(self._values, self._counts, strict=True):
+        for value, count in self.runs():
             yield from repeat(value, count)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, RunSeries):
-            return self._values == other._values and self._counts == other._counts
+            return (
+                self._values == other._values
+                and self._counts == other._counts
+                and (self._value, self._run) == (other._value, other._run)
+            )
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]  # (mutable)
 
     def __repr__(self) -> str:
-        return f"RunSeries({len(self._values)} runs, {self._len} values)"
+        runs = len(self._values) + (1 if self._run else 0)
+        return f"RunSeries({runs} runs, {len(self)} values)"
 
     def total(self) -> int:
         """The sum of every value."""
-        return self._total
+        packed: int = sum(map(mul, self._values, self._counts))
+        return packed + self._value * self._run
 
     def prefix_sum(self, n: int) -> int:
         """The sum of the first `n` values (all of them when `n` >= len)."""
-        if n >= self._len:
-            return self._total
+        if n >= len(self):
+            return self.total()
         out = 0
         left = n
-        for value, count in zip(self._values, self._counts, strict=True):
+        for value, count in self.runs():
             if left <= 0:
                 break
             take = count if count < left else left
@@ -113,7 +127,10 @@ class RunSeries:
 
     def runs(self) -> Iterator[tuple[int, int]]:
         """(value, run length) pairs in order; adjacent runs hold different values."""
-        return zip(self._values, self._counts, strict=True)
+        packed = zip(self._values, self._counts, strict=True)
+        if not self._run:
+            return packed
+        return chain(packed, ((self._value, self._run),))
 
 
 class SortedCounts(Mapping[float, int]):

@@ -101,12 +101,15 @@ class TraceRequests(Sequence[RequestDecl]):
         dash = self._dash
         if type(rid) is not str or not rid.startswith(dash):
             return None
-        try:
-            i = int(rid[len(dash) :])
-        except ValueError:
+        digits = rid[len(dash) :]
+        # `request_id`'s spelling, tested without making the id again (`{i:06d}`: ASCII digits,
+        # six, or more without a leading zero; no sign, space, "_" or other digits); the test
+        # `test_index_of_takes_request_ids_spelling_only` holds this test to `request_id`
+        n = len(digits)
+        if n < 6 or not digits.isdigit() or not digits.isascii() or (n > 6 and digits[0] == "0"):
             return None
-        # (the id made back from i is the only spelling: no sign, space, "_" or other digits)
-        return i if 0 <= i < len(self.arrival) and rid == f"{dash}{i:06d}" else None
+        i = int(digits)
+        return i if i < len(self.arrival) else None
 
     def contract_decl(self, i: int, rid: str) -> ContractDecl:
         """Row i (request `rid`) as the contract's declaration record, without a record of

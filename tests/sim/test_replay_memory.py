@@ -278,3 +278,26 @@ def test_the_streamed_tbt_line_is_the_whole_line(scale: float | None) -> None:
     out = io.BytesIO()
     _stream_tbt(out, hashlib.sha256(), SortedCounts(), value)
     assert out.getvalue() == b'{"tbt":[]}\n'
+
+
+def test_run_series_keeps_its_last_run_apart_exactly() -> None:
+    """The last run is held apart from the arrays until a different value ends it: read at
+    many points of the way and widened in the middle, the same runs, length, total and
+    values as a plain list of runs."""
+    rng = random.Random(5)
+    series, plain = RunSeries(), []
+    for step in range(1500):
+        value = step % 3 if step != 1000 else 2**40  # widens on the way
+        count = rng.randint(1, 4)
+        series.extend_run(value, count)
+        plain.append((value, count))
+        if step % 97 == 0:  # a read; more runs come after it
+            assert list(series.runs()) == plain and len(series) == sum(c for _, c in plain)
+    assert list(series.runs()) == plain
+    assert len(series) == sum(c for _, c in plain)
+    assert series.total() == sum(v * c for v, c in plain)
+    assert list(series) == [v for v, c in plain for _ in range(c)]
+    assert series == RunSeries(list(series))
+    series.extend_run(2, 2**63)  # past 8 bytes: refused when the run is closed
+    with pytest.raises(OverflowError):
+        series.append(1)

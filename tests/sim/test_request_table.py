@@ -208,3 +208,25 @@ def test_a_report_taken_twice_is_the_same_and_keeps_the_live_requests() -> None:
     second = engine.report()
     assert summarize(second) == summarize(first)
     assert engine._live == live
+
+
+def test_the_table_widens_once_and_refuses_what_8_bytes_cannot_hold() -> None:
+    """Writes go through memoryviews, which say ValueError where an array says OverflowError:
+    a count past 2**31 still widens every integer column (rows stored before are kept, the
+    row is stored whole), and one past 2**63 is still an OverflowError."""
+    wl = manifest(_staggered(3), {"token_budget": 8, "sequence_budget": 2})
+    table = RequestTable(3)
+    small = new_live_request(wl, 0)
+    small.e, small.c = 5, 9
+    table.store(small, RequestStats(first_scheduled=1.5, served_iterations=3))
+    big = new_live_request(wl, 1)
+    big.c, big.e = 2**40, 7
+    table.store(big, RequestStats(scheduled_tokens=2**35, tbt_max=0.25))
+    assert table.e.typecode == table.c.typecode == "q" and table.first_token.typecode == "d"
+    assert (table.e[0], table.c[0], table.e[1], table.c[1]) == (5, 9, 7, 2**40)
+    assert table.stats_at(0) == RequestStats(first_scheduled=1.5, served_iterations=3)
+    assert table.stats_at(1) == RequestStats(scheduled_tokens=2**35, tbt_max=0.25)
+    huge = new_live_request(wl, 2)
+    huge.c = 2**63
+    with pytest.raises(OverflowError):
+        table.store(huge, None)

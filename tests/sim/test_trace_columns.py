@@ -95,3 +95,25 @@ def test_values_a_c_array_cannot_give_back_keep_the_records() -> None:
     assert [type(d.arrival) for d in wide] == [int, float, int]
     assert (wide[1].prompt_tokens, wide[2].max_output_tokens) == (2**40, 2**31)
     assert int_array([1, 2]).typecode == "i" and int_array([2**31]).typecode == "q"
+
+
+def test_index_of_takes_request_ids_spelling_only() -> None:
+    """`index_of` tests the id's spelling without formatting it again: it answers i exactly
+    when the string is `request_id(i)` of a row, for ids and near misses of every kind."""
+    n = 1_000_012  # ids of six digits and of seven
+    rows = trace_requests("azure", [0] * n, [1] * n, [1] * n)
+    assert rows is not None
+    near = ["", "0", "00000", "+00001", "-00001", " 00001", "00_001", "0000001", "١٢٣٤٥٦"]
+    near += ["１２３４５６", "12345²", "1e3456", "123456 ", "0999999", "01000001", "1000012"]
+    candidates = [f"azure-{s}" for s in near] + ["azure000001", "azure--000001", "Azure-000001"]
+    for i in (0, 1, 9, 99_999, 123_456, 999_999, 1_000_000, 1_000_011, 1_000_012, 10**9):
+        rid = f"azure-{i:06d}"
+        candidates += [rid, rid + "0", rid[:-1], "azure-0" + rid[6:], rid.replace("azure", "azur")]
+    for s in candidates:
+        tail = s[len("azure-") :]
+        try:
+            j = int(tail)
+        except ValueError:
+            j = -1
+        want = j if 0 <= j < n and s == rows.request_id(j) else None
+        assert rows.index_of(s) == want, s
