@@ -504,6 +504,9 @@ def _predicted_rows(items: list[Any], key_fn: Any, partial: LiveRequest | None, 
     """Whether `items` are one decode row `[c, c + 1)` per distinct running request (for
     `partial`, one prefill chunk `[c, c + width)`), each with the request's current snapshot
     and its declared key."""
+    # a key of request fields only has the same key as a function of the request alone
+    # (`key_function`'s `request_key`, which `PlanBuilder.take` calls too): no Python frame
+    by_request = getattr(key_fn, "request_key", None)
     seen = set()
     for it in items:
         r = it.req
@@ -520,7 +523,7 @@ def _predicted_rows(items: list[Any], key_fn: Any, partial: LiveRequest | None, 
             or it.end != end
             or it.snapshot != r.snapshot
             or r.queue is not _RUNNING
-            or it.key != key_fn(r, phase)
+            or it.key != (key_fn(r, phase) if by_request is None else by_request(r))
         ):
             return False
         seen.add(r.idx)
