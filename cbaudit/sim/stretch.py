@@ -40,6 +40,7 @@ residual gap.
 from __future__ import annotations
 
 import math
+from itertools import cycle, islice
 from typing import TYPE_CHECKING, Any
 
 from cbaudit.contract.workload_records import Phase, Queue
@@ -289,60 +290,114 @@ def _walk(
     (None when fewer than `_MIN_STRETCH` iterations can be taken)."""
     now = engine.now
     mpu = engine.ms_per_unit
+    bs = engine.budgets.kv_block_size
+    if series is None:
+        assert chunk is None  # (chunk stretches need the closed step time)
+        return _walk_shapes(engine, now, mpu, k_max, nxt, hist, free, bs, contexts)
+    num, n1, den, switch, then_n0, then_n1, then_den = series
+    # the first series runs to the switch (when it falls inside the stretch), the other after
+    at = switch if switch is not None and 0 <= switch < k_max else -1
     times: list[float] = []
     append = times.append
-    bs = engine.budgets.kv_block_size
+    if hist is not None and chunk is None:
+        # the common case, a decode stretch with a K/V pool: iteration j takes
+        # `hist[(-j) % bs]` blocks (the decodes whose row at c opens a block), read from a
+        # cycle of the histogram in that order instead of indexed
+        assert free is not None and bs is not None
+        needs = cycle(hist[:1] + hist[:0:-1])
+        run = k_max if at < 0 else at
+        while True:
+            for need in islice(needs, run):
+                if nxt <= now:
+                    break  # the cut of this iteration admits an arrival: an event
+                if need > free:
+                    break  # the policy would have to preempt: an event
+                free -= need
+                dt = num / den  # step_time_ms of this step, bit for bit
+                if mpu != 1.0:
+                    dt = dt / mpu
+                now = now + dt
+                append(now)
+                num += n1
+            else:
+                if at >= 0:  # the other time term is the larger from here on
+                    num, n1, den = then_n0 + at * then_n1, then_n1, then_den
+                    run = k_max - at
+                    at = -1
+                    continue
+            break
+        k = len(times)
+        if k < _MIN_STRETCH:
+            return None
+        return times, free + hist[(1 - k) % bs], free  # the last iteration took that many
     free_prev = free
     k = 0
     c_end = w = held = 0
     if chunk is not None and hist is not None:
         c_end, w = chunk
         held = -(-c_end // bs)  # type: ignore[operator]
-    if series is not None:
-        num, n1, den, switch, then_n0, then_n1, then_den = series
-        if switch is None:
-            switch = -1
-        while k < k_max:
-            if nxt <= now:
-                break  # the cut of iteration k + 1 admits an arrival: an event
-            if hist is not None:
-                need = hist[(-k) % bs]  # type: ignore[operator]
-                if w:  # the chunk's new blocks
-                    c_end += w
-                    grown = -(-c_end // bs)  # type: ignore[operator]
-                    need += grown - held
-                    held = grown
-                if need > free:  # type: ignore[operator]
-                    break  # the policy would have to preempt: an event
-                free_prev = free
-                free -= need  # type: ignore[operator]
-            if k == switch:  # the other time term is the larger from here on
-                num, n1, den = then_n0 + k * then_n1, then_n1, then_den
-            dt = num / den  # step_time_ms of step k, bit for bit
-            if mpu != 1.0:
-                dt = dt / mpu
-            now = now + dt
-            append(now)
-            num += n1
-            k += 1
-    else:
-        from cbaudit.sim.step import StepShape
+    while k < k_max:
+        if nxt <= now:
+            break  # the cut of iteration k + 1 admits an arrival: an event
+        if hist is not None:
+            need = hist[(-k) % bs]  # type: ignore[operator]
+            if w:  # the chunk's new blocks
+                c_end += w
+                grown = -(-c_end // bs)  # type: ignore[operator]
+                need += grown - held
+                held = grown
+            if need > free:  # type: ignore[operator]
+                break  # the policy would have to preempt: an event
+            free_prev = free
+            free -= need  # type: ignore[operator]
+        if k == at:  # the other time term is the larger from here on
+            num, n1, den = then_n0 + k * then_n1, then_n1, then_den
+        dt = num / den  # step_time_ms of step k, bit for bit
+        if mpu != 1.0:
+            dt = dt / mpu
+        now = now + dt
+        append(now)
+        num += n1
+        k += 1
+    if k < _MIN_STRETCH:
+        return None
+    return times, free_prev, free
 
-        assert contexts is not None and chunk is None
-        cost = engine.cost
-        while k < k_max:
-            if nxt <= now:
+
+def _walk_shapes(
+    engine: Engine,
+    now: float,
+    mpu: float,
+    k_max: int,
+    nxt: float,
+    hist: list[int] | None,
+    free: int | None,
+    bs: int | None,
+    contexts: list[int] | None,
+) -> tuple[list[float], int | None, int | None] | None:
+    """`_walk` without a closed step series: each step's time from its shape (decodes only,
+    in the order kept)."""
+    from cbaudit.sim.step import StepShape
+
+    assert contexts is not None
+    times: list[float] = []
+    append = times.append
+    free_prev = free
+    cost = engine.cost
+    k = 0
+    while k < k_max:
+        if nxt <= now:
+            break
+        if hist is not None:
+            need = hist[(-k) % bs]  # type: ignore[operator]
+            if need > free:  # type: ignore[operator]
                 break
-            if hist is not None:
-                need = hist[(-k) % bs]  # type: ignore[operator]
-                if need > free:  # type: ignore[operator]
-                    break
-                free_prev = free
-                free -= need  # type: ignore[operator]
-            dt = cost.step_time_ms(StepShape(tuple(x + k for x in contexts), ())) / mpu
-            now = now + dt
-            append(now)
-            k += 1
+            free_prev = free
+            free -= need  # type: ignore[operator]
+        dt = cost.step_time_ms(StepShape(tuple(x + k for x in contexts), ())) / mpu
+        now = now + dt
+        append(now)
+        k += 1
     if k < _MIN_STRETCH:
         return None
     return times, free_prev, free
@@ -449,6 +504,9 @@ def _predicted_rows(items: list[Any], key_fn: Any, partial: LiveRequest | None, 
     """Whether `items` are one decode row `[c, c + 1)` per distinct running request (for
     `partial`, one prefill chunk `[c, c + width)`), each with the request's current snapshot
     and its declared key."""
+    # a key of request fields only has the same key as a function of the request alone
+    # (`key_function`'s `request_key`, which `PlanBuilder.take` calls too): no Python frame
+    by_request = getattr(key_fn, "request_key", None)
     seen = set()
     for it in items:
         r = it.req
@@ -465,7 +523,7 @@ def _predicted_rows(items: list[Any], key_fn: Any, partial: LiveRequest | None, 
             or it.end != end
             or it.snapshot != r.snapshot
             or r.queue is not _RUNNING
-            or it.key != key_fn(r, phase)
+            or it.key != (key_fn(r, phase) if by_request is None else by_request(r))
         ):
             return False
         seen.add(r.idx)
