@@ -302,7 +302,9 @@ def _walk(
     if hist is not None and chunk is None:
         # the common case, a decode stretch with a K/V pool: iteration j takes
         # `hist[(-j) % bs]` blocks (the decodes whose row at c opens a block), read from a
-        # cycle of the histogram in that order instead of indexed
+        # cycle of the histogram in that order instead of indexed. Its step (clock and pool)
+        # is the general loop's below, specialised for speed on purpose:
+        # tests/sim/test_stretch_walk.py holds both loops to the one-at-a-time specification
         assert free is not None and bs is not None
         needs = cycle(hist[:1] + hist[:0:-1])
         run = k_max if at < 0 else at
