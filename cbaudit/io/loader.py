@@ -179,9 +179,15 @@ def read_bounded(path: str | Path, name: str, max_bytes: int) -> bytes:
     info = _stat(p, name)
     if stat.S_ISREG(info.st_mode) and info.st_size > max_bytes:
         raise _too_large(name, info.st_size, max_bytes)
+    # read one past the cap (pipes and devices have no size), or one past a regular file's
+    # size, so that a small file does not cost a buffer of the cap's size; a file that grew
+    # since `stat` is read on, up to one past the cap
+    first = min(max_bytes, info.st_size) + 1 if stat.S_ISREG(info.st_mode) else max_bytes + 1
     with _open(p, name) as fh:
         try:
-            raw = fh.read(max_bytes + 1)  # pipes and devices have no size: read one past
+            raw = fh.read(first)
+            if len(raw) == first and first <= max_bytes:
+                raw += fh.read(max_bytes + 1 - first)
         except OSError as err:
             raise file_error(name, err) from None
     if len(raw) > max_bytes:

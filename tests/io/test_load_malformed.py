@@ -287,3 +287,48 @@ def test_input_error_renders_one_located_line(tmp_path: Path) -> None:
         f"{path}:2:1#/a: error LOAD.DUPLICATE_KEY: duplicate key 'a' (value first at line 1); "
         "each key may appear once in a mapping"
     )
+
+
+def test_small_file_under_a_large_cap_reads_no_cap_sized_buffer(tmp_path: Path) -> None:
+    """A regular file is read up to one byte past its size, not past the cap: a 64 MiB cap
+    does not cost a 64 MiB buffer for a small document."""
+    import tracemalloc
+
+    from cbaudit.io.loader import read_bounded
+
+    path = tmp_path / "case.json"
+    path.write_bytes(b'{"a": 1}')
+    tracemalloc.start()
+    try:
+        assert read_bounded(path, "case.json", 64 << 20) == b'{"a": 1}'
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+@pytest.mark.parametrize(("cap", "ok"), [(100, True), (8, False)])
+def test_file_grown_since_stat_is_read_to_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cap: int, ok: bool
+) -> None:
+    """A file longer than its `stat` size said (it grew in between) is read on: all of it
+    within the cap, LOAD.TOO_LARGE past it; never silently cut at the old size."""
+    from cbaudit.io import loader
+
+    path = tmp_path / "case.json"
+    path.write_bytes(b'{"a": 12}')  # 9 bytes; stat will say 3
+    real = loader._stat
+
+    def shrunk(p: Path, name: str) -> os.stat_result:
+        info = real(p, name)
+        fields = list(info)
+        fields[6] = 3  # st_size
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(loader, "_stat", shrunk)
+    if ok:
+        assert loader.read_bounded(path, "case.json", cap) == b'{"a": 12}'
+    else:
+        with pytest.raises(InputError) as info:
+            loader.read_bounded(path, "case.json", cap)
+        assert info.value.findings[0].code == "LOAD.TOO_LARGE"
