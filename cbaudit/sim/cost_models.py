@@ -146,6 +146,10 @@ class StepSeries(NamedTuple):
     then_den: int
 
 
+# a NamedTuple's own constructor: its fields as one tuple, no Python `__new__` frame
+_new_series = tuple.__new__
+
+
 @dataclass(frozen=True, slots=True)
 class RooflineTerms:
     """The exact pieces of one roofline estimate (times in milliseconds, as fractions)."""
@@ -315,10 +319,13 @@ class RooflineCostModel:
             switch = -(-g0 // -g1)  # the first j with g0 + j g1 <= 0
         elif g0 <= 0 and g1 > 0:
             switch = -g0 // g1 + 1  # the first j with g0 + j g1 > 0
-        mem = (m0 * od + on * mem_den, m1 * od, mem_den * od) if on else (m0, m1, mem_den)
-        comp = (c0 * od + on * fn, c1 * od, fn * od) if on else (c0, c1, fn)
-        first, then = (comp, mem) if g0 > 0 else (mem, comp)
-        return StepSeries(*first, switch, *then)
+        if on:  # the overhead over each term's common denominator
+            m0, m1, mem_den = m0 * od + on * mem_den, m1 * od, mem_den * od
+            c0, c1, fn = c0 * od + on * fn, c1 * od, fn * od
+        # `StepSeries(...)` without its `__new__` frame (once per stretch; the same tuple)
+        if g0 > 0:
+            return _new_series(StepSeries, (c0, c1, fn, switch, m0, m1, mem_den))
+        return _new_series(StepSeries, (m0, m1, mem_den, switch, c0, c1, fn))
 
     def decode_crossover_batch(self, context_len: int) -> Fraction | None:
         """Decode rows B at which a pure decode step (each row attending to `context_len`

@@ -40,7 +40,7 @@ residual gap.
 from __future__ import annotations
 
 import math
-from itertools import cycle, islice
+from itertools import cycle, islice, repeat
 from typing import TYPE_CHECKING, Any
 
 from cbaudit.contract.workload_records import Phase, Queue
@@ -306,7 +306,15 @@ def _walk(
         # is the general loop's below, specialised for speed on purpose:
         # tests/sim/test_stretch_walk.py holds both loops to the one-at-a-time specification
         assert free is not None and bs is not None
-        needs = cycle(hist[:1] + hist[:0:-1])
+        order = hist[:1] + hist[:0:-1]  # iteration j takes order[j % bs] blocks
+        per_cycle = sum(hist)  # (each decode opens one block every bs iterations)
+        if mpu == 1.0 and free >= per_cycle * -(-k_max // bs):
+            # the pool holds every block the stretch can take: only the arrival ends it early,
+            # and the blocks taken are counted once at the end. The same step as the loop
+            # below without its pool test, specialised on purpose (and `dt / mpu` is
+            # `dt` here): tests/sim/test_stretch_walk.py holds it to the specification
+            return _walk_ample(now, k_max, nxt, free, series, at, order, per_cycle, bs)
+        needs = cycle(order)
         run = k_max if at < 0 else at
         while True:
             for need in islice(needs, run):
@@ -364,6 +372,46 @@ def _walk(
     if k < _MIN_STRETCH:
         return None
     return times, free_prev, free
+
+
+def _walk_ample(
+    now: float,
+    k_max: int,
+    nxt: float,
+    free: int,
+    series: StepSeries,
+    at: int,
+    order: list[int],
+    per_cycle: int,
+    bs: int,
+) -> tuple[list[float], int | None, int | None] | None:
+    """`_walk`'s decode stretch under a millisecond clock (ms per unit 1) whose pool cannot
+    run short within `k_max` iterations (`order[j % bs]` blocks taken at iteration j,
+    `per_cycle` in every bs iterations)."""
+    num, n1, den, _, then_n0, then_n1, then_den = series
+    times: list[float] = []
+    append = times.append
+    run = k_max if at < 0 else at
+    while True:
+        for _ in repeat(None, run):
+            if nxt <= now:
+                break  # the cut of this iteration admits an arrival: an event
+            now = now + num / den  # step_time_ms of this step, bit for bit
+            append(now)
+            num += n1
+        else:
+            if at >= 0:  # the other time term is the larger from here on
+                num, n1, den = then_n0 + at * then_n1, then_n1, then_den
+                run = k_max - at
+                at = -1
+                continue
+        break
+    k = len(times)
+    if k < _MIN_STRETCH:
+        return None
+    cycles, part = divmod(k, bs)
+    free -= cycles * per_cycle + sum(order[:part])
+    return times, free + order[(k - 1) % bs], free  # the last iteration took that many
 
 
 def _walk_shapes(

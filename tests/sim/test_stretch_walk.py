@@ -147,6 +147,37 @@ def test_the_walk_equals_its_specification_on_edge_cases(seed: int) -> None:
         assert [t.hex() for t in got[0]] == [t.hex() for t in want[0]]  # type: ignore[index]
 
 
+@pytest.mark.parametrize("seed", range(200))
+def test_the_walk_with_an_ample_pool_equals_its_specification(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decode stretch under a millisecond clock whose pool holds every block it can take
+    (the walk leaves out the pool test and counts the blocks at the end)."""
+    now, k_max, nxt, hist, free, series, _, bs, _ = _case(seed)
+    rnd = random.Random(seed)
+    bs = bs or rnd.randrange(1, 40)
+    if hist is None or len(hist) != bs:
+        hist = [rnd.choice([0, 1, rnd.randrange(0, 9)]) for _ in range(bs)]
+    k_max = min(k_max, 3000)
+    # exactly the blocks k_max iterations can take at most (or more)
+    free = sum(hist) * -(-k_max // bs) + rnd.choice([0, 0, 1, 10**6])
+    args = (now, k_max, nxt, hist, free, series, None, bs, 1.0)
+    ample: list[int] = []
+    real = stretch._walk_ample
+
+    def spy(*a: Any) -> Any:
+        ample.append(1)
+        return real(*a)
+
+    monkeypatch.setattr(stretch, "_walk_ample", spy)
+    got = _walk(*args)
+    assert ample  # (the case under test: the pool test left out)
+    want = _reference(*args)
+    assert got == want
+    if got is not None:
+        assert [t.hex() for t in got[0]] == [t.hex() for t in want[0]]  # type: ignore[index]
+
+
 def test_an_arrival_exactly_at_a_step_end_ends_the_stretch_after_that_step() -> None:
     series = StepSeries(3, 0, 2, None, 3, 0, 2)  # every step 1.5
     got = _walk(10.0, 100, 16.0, None, None, series, None, None, 1.0)
