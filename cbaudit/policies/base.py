@@ -103,11 +103,12 @@ class PlanBuilder:
 
     __slots__ = (
         "_blocks_used",
-        "_bs",
         "_chosen",
         "_request_key",
         "_state_pool",
+        "_synced",
         "admitted",
+        "block_size",
         "free_blocks",
         "items",
         "key_fn",
@@ -137,23 +138,36 @@ class PlanBuilder:
         self.preempted: list[LiveRequest] = []
         self.admitted: list[LiveRequest] = []
         self.rejected: list[LiveRequest] = []
+        # the selected items by request index, brought up to date on demand (`_chosen_items`:
+        # `take`, once per selected interval, only appends to `items`)
         self._chosen: dict[int, PlanItem] = {}
+        self._synced = 0  # items[:_synced] are in `_chosen`
         self._blocks_used = 0
-        self._bs: int | None = b.kv_block_size
+        # the view's K/V block size (an attribute, not a property over the view: the running
+        # pass reads it once per plan, and a property call costs a Python frame)
+        self.block_size: int | None = b.kv_block_size
         # a hybrid model's state pool (cbaudit.sim.state_pool.StatePool) and its slots left
         pool = getattr(view, "state_pool", None)
         self._state_pool: Any = pool
         self.state_slots_left: int | None = pool.free if pool is not None else None
 
-    @property
-    def block_size(self) -> int | None:
-        return self.view.budgets.kv_block_size
-
     def chosen(self, req: LiveRequest) -> bool:
-        return req.idx in self._chosen
+        return req.idx in self._chosen_items()
+
+    def _chosen_items(self) -> dict[int, PlanItem]:
+        """The selected items by request index (the last item of a request selected twice):
+        the items appended since the last call are added here (`unselect`, the only other
+        change to `items`, brings it up to date first)."""
+        chosen = self._chosen
+        items = self.items
+        if self._synced < len(items):
+            for item in items[self._synced :]:
+                chosen[item.req.idx] = item
+            self._synced = len(items)
+        return chosen
 
     def kv_needed(self, req: LiveRequest, n: int) -> int:
-        bs = self._bs
+        bs = self.block_size
         if bs is None:
             return 0
         c = req.c
@@ -207,7 +221,7 @@ class PlanBuilder:
         free = self.free_blocks
         if free is not None:
             if need < 0:
-                bs = self._bs
+                bs = self.block_size
                 # `kv_needed`, inline for its domain (n > 0 here)
                 need = (
                     (-start) // bs - (-(start + n)) // bs
@@ -240,8 +254,7 @@ class PlanBuilder:
         item.phase = phase
         item.key = self.key_fn(req, phase) if by_request is None else by_request(req)
         item.snapshot = req.snapshot
-        self.items.append(item)
-        self._chosen[req.idx] = item
+        self.items.append(item)  # (`_chosen` catches up on demand)
         self.tokens_left = tokens_left - n
         self.seqs_left = seqs_left - 1
         if admit:
@@ -260,8 +273,7 @@ class PlanBuilder:
         end = start + n
         phase = req.phase_of(end)
         item = PlanItem(req, start, end, phase, self.key_fn(req, phase))
-        self.items.append(item)
-        self._chosen[req.idx] = item
+        self.items.append(item)  # (`_chosen` catches up on demand)
         self.tokens_left -= n
         self.seqs_left -= 1
         free = self.free_blocks
@@ -274,8 +286,9 @@ class PlanBuilder:
 
     def unselect(self, req: LiveRequest) -> None:
         """Remove a selected item again, returning its budgets (vLLM victim already placed)."""
-        item = self._chosen.pop(req.idx)
+        item = self._chosen_items().pop(req.idx)
         self.items.remove(item)
+        self._synced = len(self.items)
         self.tokens_left += item.width
         self.seqs_left += 1
         if self.free_blocks is not None:
@@ -293,7 +306,7 @@ class PlanBuilder:
 
     def preempt(self, req: LiveRequest) -> None:
         """Preempt `req` by recompute: its blocks return to the pool for this plan."""
-        if req.idx in self._chosen:
+        if req.idx in self._chosen_items():
             self.unselect(req)
         self.preempted.append(req)
         self.not_selected.append((req, Reason.PREEMPTED.value))
