@@ -59,19 +59,34 @@ class StateView(Protocol):
 
 
 class PlanItem:
-    """One selected interval [start, end) of one request generation."""
+    """One selected interval [start, end) of one request generation (made by `PlanItem.of`).
+
+    The class has no `__init__`: `PlanBuilder.take` makes one item per selected interval
+    with `PlanItem()` and sets its fields (a class call without a Python `__init__` is the
+    cheapest way to make an object; `object.__new__(PlanItem)` costs more)."""
 
     __slots__ = ("end", "key", "phase", "req", "snapshot", "start")
 
-    def __init__(
-        self, req: LiveRequest, start: int, end: int, phase: Phase, key: tuple[Any, ...]
-    ) -> None:
-        self.req = req
-        self.start = start
-        self.end = end
-        self.phase = phase
-        self.key = key
-        self.snapshot = req.snapshot
+    req: LiveRequest
+    start: int
+    end: int
+    phase: Phase
+    key: tuple[Any, ...]
+    snapshot: int  # the request's snapshot version when it was selected
+
+    @classmethod
+    def of(
+        cls, req: LiveRequest, start: int, end: int, phase: Phase, key: tuple[Any, ...]
+    ) -> PlanItem:
+        """The item [start, end) of `req` with its derived `phase` and declared `key`."""
+        item = cls()
+        item.req = req
+        item.start = start
+        item.end = end
+        item.phase = phase
+        item.key = key
+        item.snapshot = req.snapshot
+        return item
 
     @property
     def width(self) -> int:
@@ -94,7 +109,6 @@ class Plan:
 
 
 KeyFn = Callable[[LiveRequest, Phase], tuple[Any, ...]]
-_new_object = object.__new__
 _ITEM_KEY = attrgetter("key")
 
 
@@ -245,9 +259,8 @@ class PlanBuilder:
         else:
             phase = _PREFILL
         by_request = self._request_key
-        # `PlanItem(req, start, end, phase, key)` without its `__init__` frame (the same
-        # fields; a class call with a Python `__init__` is one of the dearest calls here)
-        item = _new_object(PlanItem)
+        # `PlanItem.of(req, start, end, phase, key)` without its frame (the same fields)
+        item = PlanItem()
         item.req = req
         item.start = start
         item.end = end
@@ -272,7 +285,7 @@ class PlanBuilder:
         start = req.c
         end = start + n
         phase = req.phase_of(end)
-        item = PlanItem(req, start, end, phase, self.key_fn(req, phase))
+        item = PlanItem.of(req, start, end, phase, self.key_fn(req, phase))
         self.items.append(item)  # (`_chosen` catches up on demand)
         self.tokens_left -= n
         self.seqs_left -= 1

@@ -141,7 +141,7 @@ def test_take_makes_the_item_plan_item_makes() -> None:
         ]
         for item in plan.items:
             r = item.req
-            made = PlanItem(r, r.c, item.end, item.phase, key_fn(r, item.phase))
+            made = PlanItem.of(r, r.c, item.end, item.phase, key_fn(r, item.phase))
             assert {s: getattr(item, s) for s in PlanItem.__slots__} == {
                 s: getattr(made, s) for s in PlanItem.__slots__
             }
