@@ -163,7 +163,7 @@ def test_the_running_pass_asks_what_new_tokens_gives() -> None:
         budgets = BudgetsView(
             rng.randint(1, 200), 256, 16, 10_000, rng.choice([None, -1, 0, 1, 8, 32])
         )
-        view = _View(1, 1, 0.0, budgets, running, [], 10_000)
+        view = _View.of(1, 1, 0.0, budgets, running, [], 10_000)
         plan = PlanBuilder(view, key_fn)
         policy.choose(view, plan)
         left = budgets.token_budget
