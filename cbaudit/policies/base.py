@@ -244,8 +244,9 @@ class PlanBuilder:
                 )
             if need > free:
                 return Reason.DEFERRED_KV_BUDGET
-            self.free_blocks = free - need
-            self._blocks_used += need
+            if need:  # (most decode rows open no block)
+                self.free_blocks = free - need
+                self._blocks_used += need
         # `_add`, inline (a policy takes every selected interval through here), with
         # `req.phase_of(end)` inline too
         end = start + n

@@ -154,7 +154,8 @@ class VllmV1Policy:
         bs = plan.block_size
         take = plan.take
         i = 0
-        while i < len(running):
+        end = len(running)  # (the list changes only when a victim leaves it, below)
+        while i < end:
             budget = plan.tokens_left
             if budget <= 0:
                 break
@@ -189,6 +190,7 @@ class VllmV1Policy:
                         victim = self._victim(running)
                         scheduled_earlier = plan.chosen(victim)
                         running.remove(victim)
+                        end -= 1
                         if scheduled_earlier:  # its tokens come back and the walk steps back
                             i -= 1
                         plan.preempt(victim)
