@@ -59,19 +59,34 @@ class StateView(Protocol):
 
 
 class PlanItem:
-    """One selected interval [start, end) of one request generation."""
+    """One selected interval [start, end) of one request generation (made by `PlanItem.of`).
+
+    The class has no `__init__`: `PlanBuilder.take` makes one item per selected interval
+    with `PlanItem()` and sets its fields (a class call without a Python `__init__` is the
+    cheapest way to make an object; `object.__new__(PlanItem)` costs more)."""
 
     __slots__ = ("end", "key", "phase", "req", "snapshot", "start")
 
-    def __init__(
-        self, req: LiveRequest, start: int, end: int, phase: Phase, key: tuple[Any, ...]
-    ) -> None:
-        self.req = req
-        self.start = start
-        self.end = end
-        self.phase = phase
-        self.key = key
-        self.snapshot = req.snapshot
+    req: LiveRequest
+    start: int
+    end: int
+    phase: Phase
+    key: tuple[Any, ...]
+    snapshot: int  # the request's snapshot version when it was selected
+
+    @classmethod
+    def of(
+        cls, req: LiveRequest, start: int, end: int, phase: Phase, key: tuple[Any, ...]
+    ) -> PlanItem:
+        """The item [start, end) of `req` with its derived `phase` and declared `key`."""
+        item = cls()
+        item.req = req
+        item.start = start
+        item.end = end
+        item.phase = phase
+        item.key = key
+        item.snapshot = req.snapshot
+        return item
 
     @property
     def width(self) -> int:
@@ -94,7 +109,6 @@ class Plan:
 
 
 KeyFn = Callable[[LiveRequest, Phase], tuple[Any, ...]]
-_new_object = object.__new__
 _ITEM_KEY = attrgetter("key")
 
 
@@ -103,11 +117,12 @@ class PlanBuilder:
 
     __slots__ = (
         "_blocks_used",
-        "_bs",
         "_chosen",
         "_request_key",
         "_state_pool",
+        "_synced",
         "admitted",
+        "block_size",
         "free_blocks",
         "items",
         "key_fn",
@@ -137,23 +152,36 @@ class PlanBuilder:
         self.preempted: list[LiveRequest] = []
         self.admitted: list[LiveRequest] = []
         self.rejected: list[LiveRequest] = []
+        # the selected items by request index, brought up to date on demand (`_chosen_items`:
+        # `take`, once per selected interval, only appends to `items`)
         self._chosen: dict[int, PlanItem] = {}
+        self._synced = 0  # items[:_synced] are in `_chosen`
         self._blocks_used = 0
-        self._bs: int | None = b.kv_block_size
+        # the view's K/V block size (an attribute, not a property over the view: the running
+        # pass reads it once per plan, and a property call costs a Python frame)
+        self.block_size: int | None = b.kv_block_size
         # a hybrid model's state pool (cbaudit.sim.state_pool.StatePool) and its slots left
         pool = getattr(view, "state_pool", None)
         self._state_pool: Any = pool
         self.state_slots_left: int | None = pool.free if pool is not None else None
 
-    @property
-    def block_size(self) -> int | None:
-        return self.view.budgets.kv_block_size
-
     def chosen(self, req: LiveRequest) -> bool:
-        return req.idx in self._chosen
+        return req.idx in self._chosen_items()
+
+    def _chosen_items(self) -> dict[int, PlanItem]:
+        """The selected items by request index (the last item of a request selected twice):
+        the items appended since the last call are added here (`unselect`, the only other
+        change to `items`, brings it up to date first)."""
+        chosen = self._chosen
+        items = self.items
+        if self._synced < len(items):
+            for item in items[self._synced :]:
+                chosen[item.req.idx] = item
+            self._synced = len(items)
+        return chosen
 
     def kv_needed(self, req: LiveRequest, n: int) -> int:
-        bs = self._bs
+        bs = self.block_size
         if bs is None:
             return 0
         c = req.c
@@ -207,7 +235,7 @@ class PlanBuilder:
         free = self.free_blocks
         if free is not None:
             if need < 0:
-                bs = self._bs
+                bs = self.block_size
                 # `kv_needed`, inline for its domain (n > 0 here)
                 need = (
                     (-start) // bs - (-(start + n)) // bs
@@ -216,8 +244,9 @@ class PlanBuilder:
                 )
             if need > free:
                 return Reason.DEFERRED_KV_BUDGET
-            self.free_blocks = free - need
-            self._blocks_used += need
+            if need:  # (most decode rows open no block)
+                self.free_blocks = free - need
+                self._blocks_used += need
         # `_add`, inline (a policy takes every selected interval through here), with
         # `req.phase_of(end)` inline too
         end = start + n
@@ -231,17 +260,15 @@ class PlanBuilder:
         else:
             phase = _PREFILL
         by_request = self._request_key
-        # `PlanItem(req, start, end, phase, key)` without its `__init__` frame (the same
-        # fields; a class call with a Python `__init__` is one of the dearest calls here)
-        item = _new_object(PlanItem)
+        # `PlanItem.of(req, start, end, phase, key)` without its frame (the same fields)
+        item = PlanItem()
         item.req = req
         item.start = start
         item.end = end
         item.phase = phase
         item.key = self.key_fn(req, phase) if by_request is None else by_request(req)
         item.snapshot = req.snapshot
-        self.items.append(item)
-        self._chosen[req.idx] = item
+        self.items.append(item)  # (`_chosen` catches up on demand)
         self.tokens_left = tokens_left - n
         self.seqs_left = seqs_left - 1
         if admit:
@@ -259,9 +286,8 @@ class PlanBuilder:
         start = req.c
         end = start + n
         phase = req.phase_of(end)
-        item = PlanItem(req, start, end, phase, self.key_fn(req, phase))
-        self.items.append(item)
-        self._chosen[req.idx] = item
+        item = PlanItem.of(req, start, end, phase, self.key_fn(req, phase))
+        self.items.append(item)  # (`_chosen` catches up on demand)
         self.tokens_left -= n
         self.seqs_left -= 1
         free = self.free_blocks
@@ -274,8 +300,9 @@ class PlanBuilder:
 
     def unselect(self, req: LiveRequest) -> None:
         """Remove a selected item again, returning its budgets (vLLM victim already placed)."""
-        item = self._chosen.pop(req.idx)
+        item = self._chosen_items().pop(req.idx)
         self.items.remove(item)
+        self._synced = len(self.items)
         self.tokens_left += item.width
         self.seqs_left += 1
         if self.free_blocks is not None:
@@ -293,7 +320,7 @@ class PlanBuilder:
 
     def preempt(self, req: LiveRequest) -> None:
         """Preempt `req` by recompute: its blocks return to the pool for this plan."""
-        if req.idx in self._chosen:
+        if req.idx in self._chosen_items():
             self.unselect(req)
         self.preempted.append(req)
         self.not_selected.append((req, Reason.PREEMPTED.value))

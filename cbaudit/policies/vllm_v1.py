@@ -150,11 +150,14 @@ class VllmV1Policy:
             threshold = None  # (off)
         max_len = self.max_model_len
         # `plan.kv_needed(r, n)` inline: the blocks ceil((c + n) / bs) - ceil(c / bs) for
-        # n > 0 and c >= 0
+        # n > 0 and c >= 0; for one row (a decode) that is 1 when c is a multiple of bs, else
+        # 0 (`test_the_running_pass_needs_the_blocks_kv_needed_gives` holds both forms to
+        # `blocks_needed`)
         bs = plan.block_size
         take = plan.take
         i = 0
-        while i < len(running):
+        end = len(running)  # (the list changes only when a victim leaves it, below)
+        while i < end:
             budget = plan.tokens_left
             if budget <= 0:
                 break
@@ -178,17 +181,19 @@ class VllmV1Policy:
             if free is None:
                 need = 0
             else:
-                need = (
-                    (-c) // bs - (-(c + n)) // bs
-                    if bs is not None and c >= 0
-                    else plan.kv_needed(r, n)
-                )
+                if bs is None or c < 0:
+                    need = plan.kv_needed(r, n)
+                elif n == 1:
+                    need = 0 if c % bs else 1
+                else:
+                    need = (-c) // bs - (-(c + n)) // bs
                 if need > free:  # victims until the blocks fit (the pool stays modelled)
                     placed = True
                     while plan.free_blocks is not None and need > plan.free_blocks:
                         victim = self._victim(running)
                         scheduled_earlier = plan.chosen(victim)
                         running.remove(victim)
+                        end -= 1
                         if scheduled_earlier:  # its tokens come back and the walk steps back
                             i -= 1
                         plan.preempt(victim)

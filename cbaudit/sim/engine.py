@@ -153,23 +153,15 @@ class Executed:
 
     __slots__ = ("done", "n_tokens", "plan", "progressed", "start", "terminal")
 
-    def __init__(
-        self,
-        plan: Plan,
-        start: float,
-        done: list[tuple[PlanItem, int, int]] | None,
-        terminal: list[tuple[LiveRequest, str]],
-        n_tokens: int,
-        progressed: bool,
-    ) -> None:
-        self.plan = plan
-        self.start = start  # the iteration's start time (it ends at the engine's `now`)
-        # (item, emitted before, computed before) per executed item, kept only when the result
-        # is validated or traced
-        self.done = done
-        self.terminal = terminal  # (request, reason) of every request this iteration finished
-        self.n_tokens = n_tokens
-        self.progressed = progressed  # some row was semantic service (not only a rebuild)
+    # (no `__init__`: `Engine._serve` makes one per iteration and sets every field)
+    plan: Plan
+    start: float  # the iteration's start time (it ends at the engine's `now`)
+    # (item, emitted before, computed before) per executed item, kept only when the result is
+    # validated or traced
+    done: list[tuple[PlanItem, int, int]] | None
+    terminal: list[tuple[LiveRequest, str]]  # (request, reason) of every request it finished
+    n_tokens: int
+    progressed: bool  # some row was semantic service (not only a rebuild)
 
 
 def step_shape(items: Sequence[PlanItem]) -> StepShape:
@@ -198,7 +190,9 @@ class InitialView:
 
 
 class _View:
-    """The published cut handed to the policy (read-only by convention)."""
+    """The published cut handed to the policy (read-only by convention), made by
+    `Engine.cut` (or `_View.of`). The class has no `__init__`: a cut is made per decision
+    and per stretch, and a class call without a Python `__init__` frame costs less."""
 
     __slots__ = (
         "budgets",
@@ -211,8 +205,18 @@ class _View:
         "waiting",
     )
 
-    def __init__(
-        self,
+    state_version: int
+    iteration: int
+    now: float
+    budgets: BudgetsView
+    running: Sequence[LiveRequest]
+    waiting: Sequence[LiveRequest]
+    free_blocks: int | None
+    state_pool: Any  # a hybrid model's state pool (None: no such pool)
+
+    @classmethod
+    def of(
+        cls,
         state_version: int,
         iteration: int,
         now: float,
@@ -221,15 +225,17 @@ class _View:
         waiting: Sequence[LiveRequest],
         free_blocks: int | None,
         state_pool: Any = None,
-    ) -> None:
-        self.state_version = state_version
-        self.iteration = iteration
-        self.now = now
-        self.budgets = budgets
-        self.running = running
-        self.waiting = waiting
-        self.free_blocks = free_blocks
-        self.state_pool = state_pool  # a hybrid model's state pool (None: no such pool)
+    ) -> _View:
+        view = cls()
+        view.state_version = state_version
+        view.iteration = iteration
+        view.now = now
+        view.budgets = budgets
+        view.running = running
+        view.waiting = waiting
+        view.free_blocks = free_blocks
+        view.state_pool = state_pool
+        return view
 
 
 def identity_of(policy: Policy) -> PolicyIdentity:
@@ -361,17 +367,18 @@ class Engine:
         self.chunk_stretch_iterations = 0  # of which in chunk stretches
 
     def cut(self, version: int, iteration: int, now: float, free: int | None) -> _View:
-        """A published cut of the current queues (the policy's input)."""
-        return _View(
-            version,
-            iteration,
-            now,
-            self.budgets,
-            self.running,
-            self.waiting,
-            free,
-            self.state_pool,
-        )
+        """A published cut of the current queues (the policy's input): `_View.of` with the
+        engine's budgets, queues and state pool, without its frame."""
+        view = _View()
+        view.state_version = version
+        view.iteration = iteration
+        view.now = now
+        view.budgets = self.budgets
+        view.running = self.running
+        view.waiting = self.waiting
+        view.free_blocks = free
+        view.state_pool = self.state_pool
+        return view
 
     def _contract_manifest(self) -> WorkloadManifest:
         """The contract's view of the workload, its declarations made on demand
@@ -532,7 +539,12 @@ class Engine:
         if not self.waiting and not self.running:
             self.idle()
             return
-        if self.at_limit():
+        # (`at_limit` can hold only with a horizon or decision bound, or at max_iterations)
+        if (
+            self.horizon is not None
+            or self.max_decisions is not None
+            or self.iteration >= self.max_iterations
+        ) and self.at_limit():
             return
         plan = self.choose()
         if not self.validate(plan):
@@ -559,11 +571,19 @@ class Engine:
             return
         n = len(arrivals)
         waiting = self.waiting
+        live = self.live
+        made = self._live
+        order = pending._order
         while i < n and arrivals[i] <= now:
-            r = pending[i]
+            # `pending[i]`, its lookup inline (the request is made, with those behind it, by
+            # `_Pending.__getitem__` when it is not yet)
+            r = made.get(order[i])
+            if r is None:
+                r = pending[i]
             r.queue = _WAITING
             waiting.append(r)
-            self._enter_waiting(r)
+            if live is not None:  # `_enter_waiting`, inline
+                live.enter_waiting(r)
             i += 1
         self._next = i
 
@@ -623,16 +643,7 @@ class Engine:
                 for r, _ in swap.swapped.values():
                     live.touch(r)
             self.free = swap.swap_in(self.free, self.budgets.kv_block_size)
-        view = _View(
-            self.version,
-            self.iteration + 1,
-            self.now,
-            self.budgets,
-            self.running,
-            self.waiting,
-            self.free,
-            self.state_pool,
-        )
+        view = self.cut(self.version, self.iteration + 1, self.now, self.free)
         builder = PlanBuilder(view, self.key_fn)
         self.policy.choose(view, builder)
         return builder.build()
@@ -652,7 +663,13 @@ class Engine:
         found = live.check_plan(plan, self.version, self.running, self.waiting)
         if self.cross_check:
             found = self._cross_check(found, self._contract_plan(*self._records))
-        over = self._kv_overcommit(plan, self.free) if self.free is not None else None
+        free = self.free
+        # (`_kv_overcommit` finds nothing for a plan that preempts nobody and fits the pool)
+        over = (
+            None
+            if free is None or (not plan.preempted and plan.blocks_used <= free)
+            else self._kv_overcommit(plan, free)
+        )
         if over is None and self.state_pool is not None:
             over = self._state_overcommit(plan)
         if not found and over is None:
@@ -891,7 +908,14 @@ class Engine:
                     terminal.append((r, "max_output_tokens"))
         if paged:
             self.free = left
-        return Executed(plan, start, done, terminal, n_tokens, progressed)
+        step = Executed()
+        step.plan = plan
+        step.start = start
+        step.done = done
+        step.terminal = terminal
+        step.n_tokens = n_tokens
+        step.progressed = progressed
+        return step
 
     def wait(self, plan: Plan) -> None:
         """After a plan that ran nothing: go on if it changed the queues, else idle to the next
@@ -940,12 +964,15 @@ class Engine:
     def _move_admitted(self, admitted: list[LiveRequest]) -> None:
         """Admitted requests leave the waiting queue and join the back of the running one."""
         waiting = self.waiting
-        chosen = {r.idx for r in admitted}
+        # the usual admissions: the head of the queue, in queue order (each popped)
         popped = 0
-        while waiting and waiting[0].idx in chosen:
+        for r in admitted:
+            if not waiting or waiting[0] is not r:
+                break
             waiting.popleft()
             popped += 1
-        if popped < len(chosen):
+        if popped < len(admitted):  # any others: every one of them leaves the queue
+            chosen = {r.idx for r in admitted[popped:]}
             rest = [r for r in waiting if r.idx not in chosen]
             waiting.clear()
             waiting.extend(rest)

@@ -220,7 +220,7 @@ def test_reconciled_policy_rolls_back_uncompleted_work() -> None:
     key = key_function(policy.tie_break_key, policy.phase_order)
 
     def cut(version: int) -> PlanBuilder:
-        view = _View(version, version, float(version), budgets, [], [r], None)
+        view = _View.of(version, version, float(version), budgets, [], [r], None)
         plan = PlanBuilder(view, key)
         policy.choose(view, plan)
         return plan
@@ -233,6 +233,6 @@ def test_reconciled_policy_rolls_back_uncompleted_work() -> None:
     r.c = 4  # the retry completed four input rows
     r.e = 1
     r.queue = Queue.FINISHED
-    empty = _View(3, 3, 3.0, budgets, [], [], None)
+    empty = _View.of(3, 3, 3.0, budgets, [], [], None)
     policy.choose(empty, PlanBuilder(empty, key))
     assert policy.w_done == {"A": 4} and policy.c_select == {"A": 4}

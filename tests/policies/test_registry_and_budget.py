@@ -128,7 +128,7 @@ def test_take_makes_the_item_plan_item_makes() -> None:
             r = LiveRequest(i, f"r{i}", 0, 10, 50, float(i), i, 0, None)
             r.e, r.c, r.snapshot = e, c, 7 + i
             reqs.append(r)
-        view = _View(1, 1, 0.0, budgets, [], reqs, 1000)
+        view = _View.of(1, 1, 0.0, budgets, [], reqs, 1000)
         plan = PlanBuilder(view, key_fn)
         for r, n in zip(reqs, [4, 5, 1, 2], strict=True):
             assert plan.take(r, n) is None
@@ -141,7 +141,7 @@ def test_take_makes_the_item_plan_item_makes() -> None:
         ]
         for item in plan.items:
             r = item.req
-            made = PlanItem(r, r.c, item.end, item.phase, key_fn(r, item.phase))
+            made = PlanItem.of(r, r.c, item.end, item.phase, key_fn(r, item.phase))
             assert {s: getattr(item, s) for s in PlanItem.__slots__} == {
                 s: getattr(made, s) for s in PlanItem.__slots__
             }

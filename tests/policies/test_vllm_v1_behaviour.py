@@ -129,6 +129,44 @@ def test_a_step_that_only_preempts_is_an_iteration() -> None:
     assert seen[1].iteration == 2 and dict(seen[1].scheduled) == {"Y": 1}
 
 
+def test_the_running_pass_needs_the_blocks_kv_needed_gives() -> None:
+    """The running pass's inline copy of `kv_needed` (the general form, and the one-row form
+    `c % bs == 0`): the blocks every scheduled running request takes from the pool are
+    `blocks_needed(c, n, bs)`, for decodes and chunks at every offset in a block, block
+    sizes 1 to 17, a pool large enough that nobody is preempted."""
+    from cbaudit.contract.live_request import LiveRequest
+    from cbaudit.contract.workload_records import Queue
+    from cbaudit.policies.base import BudgetsView, PlanBuilder, key_function
+    from cbaudit.policies.budget import blocks_needed
+    from cbaudit.policies.vllm_v1 import VllmV1Policy
+    from cbaudit.sim.engine import _View
+
+    policy = VllmV1Policy({})
+    key_fn = key_function(policy.tie_break_key, policy.phase_order)
+    checked = ones = 0
+    for bs in range(1, 18):
+        for c0 in range(0, 3 * bs + 2):
+            running = []
+            for i, (p, e) in enumerate([(c0 + 1, 0), (c0 + 5, 0), (c0 + 1 - min(c0, 1), 1)]):
+                r = LiveRequest(i, f"r{i}", 0, p, 100, float(i), i, 0, None)
+                r.e = e
+                r.c = c0 if e == 0 else p + e - 1  # a prefill at c0 (1 or 5 rows), a decode
+                r.queue = Queue.RUNNING
+                r.blocks = -(-r.c // bs)
+                running.append(r)
+            budgets = BudgetsView(2048, 256, bs, 100_000, None)
+            for one in running:  # each alone: the blocks it took are the pool's change
+                view = _View.of(1, 1, 0.0, budgets, [one], [], 100_000)
+                plan = PlanBuilder(view, key_fn)
+                policy.choose(view, plan)
+                (item,) = plan.items
+                n = item.end - item.start
+                assert 100_000 - plan.free_blocks == blocks_needed(one.c, n, bs), (bs, one)
+                ones += n == 1
+                checked += 1
+    assert checked > 1000 and ones > 500
+
+
 def test_the_running_pass_asks_what_new_tokens_gives() -> None:
     """The running pass's inline copy of `_new_tokens(..., running=True)`: every scheduled
     running request gets exactly the tokens the rule method gives at its turn (remaining
@@ -163,7 +201,7 @@ def test_the_running_pass_asks_what_new_tokens_gives() -> None:
         budgets = BudgetsView(
             rng.randint(1, 200), 256, 16, 10_000, rng.choice([None, -1, 0, 1, 8, 32])
         )
-        view = _View(1, 1, 0.0, budgets, running, [], 10_000)
+        view = _View.of(1, 1, 0.0, budgets, running, [], 10_000)
         plan = PlanBuilder(view, key_fn)
         policy.choose(view, plan)
         left = budgets.token_budget

@@ -366,17 +366,17 @@ def test_the_step_time_from_totals_is_the_shapes_bit_for_bit() -> None:
             for _ in range(rng.randint(1, 12)):
                 if rng.random() < 0.6:
                     c = rng.randint(0, 40_000)
-                    items.append(PlanItem(req, c, c + 1, Phase.DECODE_ROW, ()))
+                    items.append(PlanItem.of(req, c, c + 1, Phase.DECODE_ROW, ()))
                 else:
                     lo = rng.randint(0, 8_000)
                     hi = lo + rng.randint(1, 2_048)
-                    items.append(PlanItem(req, lo, hi, Phase.PREFILL_CHUNK, ()))
+                    items.append(PlanItem.of(req, lo, hi, Phase.PREFILL_CHUNK, ()))
             want = cost.step_time_ms(step_shape(items))
             got = engine._model_ms(items)
             assert got == want and type(got) is float
         for bad in (
-            PlanItem(req, 5, 5, Phase.PREFILL_CHUNK, ()),
-            PlanItem(req, -1, 0, Phase.DECODE_ROW, ()),
+            PlanItem.of(req, 5, 5, Phase.PREFILL_CHUNK, ()),
+            PlanItem.of(req, -1, 0, Phase.DECODE_ROW, ()),
         ):
             with pytest.raises(ValueError):
                 engine._model_ms([bad])
