@@ -368,7 +368,8 @@ class Engine:
 
     def cut(self, version: int, iteration: int, now: float, free: int | None) -> _View:
         """A published cut of the current queues (the policy's input): `_View.of` with the
-        engine's budgets, queues and state pool, without its frame."""
+        engine's budgets, queues and state pool, without its frame (a copy on purpose:
+        tests/sim/test_engine_steps.py holds every slot to `_View.of`)."""
         view = _View()
         view.state_version = version
         view.iteration = iteration

@@ -381,3 +381,28 @@ def test_the_step_time_from_totals_is_the_shapes_bit_for_bit() -> None:
             with pytest.raises(ValueError):
                 engine._model_ms([bad])
     assert _engine([_req("a", 0)])._totals is None  # the unit model has no totals form
+
+
+def test_engine_cut_sets_every_slot_as_view_of_does() -> None:
+    """`Engine.cut` makes its view without `_View.of`'s frame (a copy on purpose): every slot
+    holds what `_View.of` with the engine's budgets, queues and state pool would hold."""
+    from cbaudit.sim.engine import _View
+
+    engine = _engine(
+        [_req("a", 0.0), _req("b", 0.0)],
+        budgets={
+            "token_budget": 16,
+            "sequence_budget": 4,
+            "kv_block_size": 4,
+            "kv_total_blocks": 32,
+        },
+    )
+    engine.start()
+    engine.iterate()
+    cut = engine.cut(7, 3, 2.5, 11)
+    made = _View.of(
+        7, 3, 2.5, engine.budgets, engine.running, engine.waiting, 11, engine.state_pool
+    )
+    assert {s: getattr(cut, s) for s in _View.__slots__} == {
+        s: getattr(made, s) for s in _View.__slots__
+    }
