@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/replay_speed.py [--trace FILE]... [--rounds 5]
         [--reference] [--limit N] [--blis BIN [--blis-data DIR]] [--vidur DIR]
-        [--vidur-scheduler sarathi|vllm] [--rss-ratio N]
+        [--vidur-scheduler sarathi|vllm] [--rss-ratio N] [--python PY]...
 
 Configuration (printed before the figures): vLLM-shaped scheduling (`vllm-v1`), token budget
 2048 (`max_num_batched_tokens`), 256 sequences (`max_num_seqs`), K/V block 16, 26,312 blocks,
@@ -20,6 +20,11 @@ parse, replay, metrics, report written):
   `--cbaudit`);
 * `cbaudit-ref` (`--reference`): the same with `--per-iteration` (every iteration through the
   policy and the checks; the same report, checked byte for byte here);
+* `cbaudit@VERSION` (`--python PY`, repeatable): the same command under another interpreter
+  PY that has cbaudit installed (same report, checked byte for byte here); the interpreter is
+  part of the configuration (a CPython built without profile-guided optimisation runs the
+  same replay measurably slower), so every interpreter's version, path and the optimisation
+  flags its `configure` was given are printed;
 * `blis` (`--blis` binary, built outside the repository; `--blis-data` its checkout with
   `defaults.yaml`, `model_configs/`, `hardware_config.json`): `blis replay` on the same rows
   converted to its TraceV2 pair (outside the timing), roofline `llama-3.1-8b-instruct` (same
@@ -165,6 +170,22 @@ def compile_package() -> str:
     return f"compiled {pkg} (untimed, as pip install does)"
 
 
+def python_build(python: str) -> str:
+    """`python`'s version, path and the build flags that change its speed, as its `configure`
+    arguments state them (a distribution may optimise without stating it there)."""
+    probe = (
+        "import sys, sysconfig; a = sysconfig.get_config_var('CONFIG_ARGS') or ''; "
+        "print(sys.implementation.name, sys.version.split()[0], sys.executable); "
+        "print(' '.join(f for f in ('--enable-optimizations', '--with-lto', '--enable-shared')"
+        " if f in a) or 'none of --enable-optimizations, --with-lto, --enable-shared')"
+    )
+    done = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return f"{python}: not runnable ({done.stderr.strip()[-200:]})"
+    ident, flags = done.stdout.strip().splitlines()
+    return f"{ident} (configure arguments state: {flags})"
+
+
 def cbaudit_tool(cmd: list[str], trace: Path, report: Path, name: str, *extra: str) -> Tool:
     argv = [
         *cmd, "replay", "run", str(trace), "-p", "vllm-v1",
@@ -299,6 +320,12 @@ def main() -> int:
     ap.add_argument("--vidur", type=Path, help="Vidur checkout with its own .venv")
     ap.add_argument("--vidur-scheduler", choices=("sarathi", "vllm"), default="sarathi")
     ap.add_argument("--rss-ratio", type=int, metavar="N", help="peak RSS: whole trace / first N")
+    ap.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        help="also time cbaudit under this interpreter (cbaudit installed there; repeatable)",
+    )
     args = ap.parse_args()
     traces = args.trace or [DEFAULT_TRACE]
     cmd = shlex.split(args.cbaudit) if args.cbaudit else [sys.executable, "-m", "cbaudit"]
@@ -318,6 +345,13 @@ def main() -> int:
     print(f"host: {os.cpu_count()} CPUs, {load()}")
     if not args.cbaudit:
         print(f"bytecode: {compile_package()}")
+        print(f"python: {python_build(sys.executable)}")
+    others: list[tuple[str, list[str]]] = []
+    for py in args.python:
+        build = python_build(py)
+        version = build.split()[1] if " " in build else py
+        print(f"python (cbaudit@{version}): {build}")
+        others.append((f"cbaudit@{version}", [py, "-m", "cbaudit"]))
     for trace in traces:
         head, raw, rows = read_trace(trace, args.limit)
         n = len(rows)
@@ -331,6 +365,8 @@ def main() -> int:
             if args.reference:
                 ref = cbaudit_tool(cmd, src, work / "ref.json", "cbaudit-ref", "--per-iteration")
                 tools.append(ref)
+            for name, other in others:
+                tools.append(cbaudit_tool(other, src, work / f"{name}.json", name))
             n_of = dict.fromkeys((t.name for t in tools), n)
             if args.rss_ratio:
                 small = work / f"first{args.rss_ratio}.csv"
@@ -363,20 +399,29 @@ def main() -> int:
                 print(f"  fast path and --per-iteration reports byte-identical: {same}")
                 if not same:
                     return 1
+            for name, _ in others:
+                same = (work / "fast.json").read_bytes() == (work / f"{name}.json").read_bytes()
+                print(f"  {name} report byte-identical to cbaudit's: {same}")
+                if not same:
+                    return 1
             for tool in tools:
                 print(summary(tool, n_of[tool.name]))
             cb = tools[0]
+            mine = [cb] + [t for t in tools if t.name.startswith("cbaudit@")]
             for peer in tools[1:]:
                 if peer.name.startswith("cbaudit-") and peer.name != "cbaudit-ref":
                     ratio = max(cb.rss_kib) / max(peer.rss_kib)
                     print(f"  peak RSS whole / first {args.rss_ratio} rows: x{ratio:.2f}")
                     continue
-                med = statistics.median(cb.walls) / statistics.median(peer.walls)
-                lo = min(cb.walls) / min(peer.walls)
-                print(
-                    f"  cbaudit / {peer.name}: wall time x{med:.2f} (median), x{lo:.2f} (min);"
-                    f" requests/s x{1 / med:.2f} (median)"
-                )
+                if peer.name.startswith("cbaudit@"):
+                    continue
+                for me in mine:
+                    med = statistics.median(me.walls) / statistics.median(peer.walls)
+                    lo = min(me.walls) / min(peer.walls)
+                    print(
+                        f"  {me.name} / {peer.name}: wall time x{med:.2f} (median),"
+                        f" x{lo:.2f} (min); requests/s x{1 / med:.2f} (median)"
+                    )
     print(f"\n{load()}")
     return 0
 
