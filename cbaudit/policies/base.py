@@ -116,15 +116,18 @@ class PlanBuilder:
     """Collects a plan while enforcing the sequence, token and KV budgets."""
 
     __slots__ = (
+        "_block",
         "_blocks_used",
         "_chosen",
+        "_offer_need",
         "_request_key",
+        "_rows",
         "_state_pool",
         "_synced",
         "admitted",
+        "block_offer",
         "block_size",
         "free_blocks",
-        "items",
         "key_fn",
         "not_selected",
         "preempted",
@@ -147,7 +150,8 @@ class PlanBuilder:
         self.tokens_left: int = b.token_budget
         self.seqs_left: int = b.sequence_budget
         self.free_blocks: int | None = view.free_blocks
-        self.items: list[PlanItem] = []
+        # the selected items (`items`, which first writes out a block taken by `take_block`)
+        self._rows: list[PlanItem] = []
         self.not_selected: list[tuple[LiveRequest, str]] = []
         self.preempted: list[LiveRequest] = []
         self.admitted: list[LiveRequest] = []
@@ -164,6 +168,86 @@ class PlanBuilder:
         pool = getattr(view, "state_pool", None)
         self._state_pool: Any = pool
         self.state_slots_left: int | None = pool.free if pool is not None else None
+        # A decode block (`offer_block`): the engine may offer the first `block_offer` running
+        # requests of the view as one block of decode rows; `_block` is the number taken by
+        # `take_block` and not yet written out as items (0: none)
+        self.block_offer = 0
+        self._offer_need = 0
+        self._block = 0
+
+    @property
+    def items(self) -> list[PlanItem]:
+        """The selected items, in the order taken (a block taken by `take_block` is written
+        out first, as the items `take` would have made for its requests)."""
+        if self._block:
+            self._write_block()
+        return self._rows
+
+    def offer_block(self, n: int, need: int) -> None:
+        """Offer the first `n` running requests of the view as one block (the engine, at a
+        stretch's promise question: docs/replay.md, "Decode blocks"). The engine vouches that
+        each of them is a ready decode at its frontier (`e >= 1`, `c = p + e - 1`, no rows to
+        rebuild) and that `need` of their one-row steps `[c, c + 1)` open a K/V block
+        (`c % block_size == 0`; 0 without a K/V pool)."""
+        self.block_offer = n
+        self._offer_need = need
+
+    def take_block(self) -> bool:
+        """Select one decode row `[c, c + 1)` for each request of the offered block, as `take`
+        row by row would, if the token, sequence and K/V budgets hold the whole block; else
+        select nothing and return False (the policy then takes the rows one by one). Only as
+        the first selection of a plan (the block is a prefix of the running list).
+
+        The rows are written out as items only when someone reads `items` (or `chosen`,
+        `build`...): a promise question whose answer is the offered block needs none of them.
+        """
+        n = self.block_offer
+        if not n or self._rows or self._block:
+            return False
+        if n > self.tokens_left or n > self.seqs_left:
+            return False
+        free = self.free_blocks
+        need = self._offer_need
+        if free is not None:
+            if need > free:
+                return False
+            self.free_blocks = free - need
+            self._blocks_used += need
+        self.tokens_left -= n
+        self.seqs_left -= n
+        self._block = n
+        return True
+
+    def taken_block(self) -> int:
+        """How many rows the offered block holds that are taken and not written out (0: none
+        taken, or written out since: they are in `items` then)."""
+        return self._block
+
+    def rows_besides_block(self) -> list[PlanItem]:
+        """The selected items other than a block that is taken and not written out."""
+        return self._rows
+
+    def _write_block(self) -> None:
+        """The taken block as the items `take` makes for decode rows, ahead of the rest."""
+        n = self._block
+        self._block = 0
+        by_request = self._request_key
+        key_fn = self.key_fn
+        rows: list[PlanItem] = []
+        for req in self.view.running[:n]:
+            start = req.c
+            # `take`'s item for a decode row (`e >= 1`, `start = p + e - 1`, one row)
+            item = PlanItem()
+            item.req = req
+            item.start = start
+            item.end = start + 1
+            item.phase = _DECODE
+            item.key = key_fn(req, _DECODE) if by_request is None else by_request(req)
+            item.snapshot = req.snapshot
+            rows.append(item)
+        self._rows[0:0] = rows
+        self._chosen.clear()
+        self._synced = 0
 
     def chosen(self, req: LiveRequest) -> bool:
         return req.idx in self._chosen_items()
@@ -268,7 +352,7 @@ class PlanBuilder:
         item.phase = phase
         item.key = self.key_fn(req, phase) if by_request is None else by_request(req)
         item.snapshot = req.snapshot
-        self.items.append(item)  # (`_chosen` catches up on demand)
+        self._rows.append(item)  # (`_chosen` catches up on demand)
         self.tokens_left = tokens_left - n
         self.seqs_left = seqs_left - 1
         if admit:
@@ -287,7 +371,7 @@ class PlanBuilder:
         end = start + n
         phase = req.phase_of(end)
         item = PlanItem.of(req, start, end, phase, self.key_fn(req, phase))
-        self.items.append(item)  # (`_chosen` catches up on demand)
+        self._rows.append(item)  # (`_chosen` catches up on demand)
         self.tokens_left -= n
         self.seqs_left -= 1
         free = self.free_blocks
@@ -301,8 +385,8 @@ class PlanBuilder:
     def unselect(self, req: LiveRequest) -> None:
         """Remove a selected item again, returning its budgets (vLLM victim already placed)."""
         item = self._chosen_items().pop(req.idx)
-        self.items.remove(item)
-        self._synced = len(self.items)
+        self._rows.remove(item)
+        self._synced = len(self._rows)
         self.tokens_left += item.width
         self.seqs_left += 1
         if self.free_blocks is not None:

@@ -34,12 +34,15 @@ engines); `exact_runtime_reproduction` stays false for that reason.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from operator import attrgetter
 from typing import Any
 
 from cbaudit.contract.live_request import LiveRequest
 from cbaudit.contract.workload_records import Phase
 from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.budget import Reason, ceil_div
+
+_C = attrgetter("c")
 
 
 class VllmV1Policy:
@@ -157,6 +160,19 @@ class VllmV1Policy:
         take = plan.take
         i = 0
         end = len(running)  # (the list changes only when a victim leaves it, below)
+        # A decode block the engine offers (`PlanBuilder.offer_block`: the first n requests
+        # are ready decodes at their frontier): the loop below would give each one token
+        # (`p + e - c = 1`: the threshold never clamps it, and `max_model_len` does not when
+        # every c <= max_model_len - 2), without preempting when the budgets hold all n rows
+        # and the blocks they open (which `take_block` checks). Taken at once; otherwise row
+        # by row. tests/policies/test_vllm_v1_block.py holds both to the same plan.
+        n_block = plan.block_offer
+        if (
+            n_block
+            and (max_len is None or max(map(_C, running[:n_block])) <= max_len - 2)
+            and plan.take_block()
+        ):
+            i = n_block
         while i < end:
             budget = plan.tokens_left
             if budget <= 0:

@@ -259,7 +259,10 @@ def _stretch(
     times, free_before_last, free_end = walk
     k = len(times)
     last_cut = times[k - 2] if k > 1 else engine.now
-    if not _promise_holds(engine, k, last_cut, free_before_last, partial, width):
+    # the decodes' rows at the last cut open `hist[(1 - k) % bs]` blocks (a row at c opens
+    # one iff c % bs == 0; at the first cut they stood k - 1 rows earlier)
+    need = 0 if hist is None else hist[(1 - k) % bs]  # type: ignore[operator]
+    if not _promise_holds(engine, k, last_cut, free_before_last, partial, width, need):
         return _NOT_TAKEN
     # the requests stand at the last cut (k - 1 iterations on): one more, and the figures
     _apply(engine, k, times, free_end, partial, width)
@@ -481,6 +484,7 @@ def _promise_holds(
     free: int | None,
     partial: LiveRequest | None,
     width: int,
+    need: int,
 ) -> bool:
     """Ask the policy at the stretch's last cut (every decode advanced k - 1 rows, a chunking
     request k - 1 chunks) and require the predicted plan; the requests are restored either
@@ -489,6 +493,11 @@ def _promise_holds(
     the stretch, and so are the waiting queue, the ranks and the selected work, so the rule
     "no ready request ranked ahead of selected work is left without a reason" gives the same
     answer at every cut.
+
+    The decodes are offered to the policy as one block (`PlanBuilder.offer_block`; `need`:
+    the blocks their rows at that cut open) when they are a prefix of the running list (all
+    of it, or all but a chunking request last in it); a block taken and not written out is
+    the predicted decode rows by construction (docs/replay.md, "Decode blocks").
 
     When the promise holds the requests are left at that cut, k - 1 iterations on (`_apply`
     carries out the last one); otherwise they are moved back."""
@@ -502,15 +511,21 @@ def _promise_holds(
         view = engine.cut(version, engine.iteration + k, now, free)
         key_fn = engine.key_fn
         builder = PlanBuilder(view, key_fn)
+        n_decodes = len(running) - (partial is not None)
+        if n_decodes and (partial is None or running[n_decodes] is partial):
+            builder.offer_block(n_decodes, need)
         engine.policy.choose(view, builder)
         # the builder's lists as the plan would hold them (`build` only sorts the items by
         # their keys, which are compared one by one here, and sums their widths)
+        block = builder.taken_block()
+        rest = builder.rows_besides_block()
         ok = (
             not builder.preempted
             and not builder.admitted
             and not builder.rejected
-            and len(builder.items) == len(running)
-            and _predicted_rows(builder.items, key_fn, partial, width)
+            and block + len(rest) == len(running)
+            and _predicted_rows(rest, key_fn, partial, width)
+            and (not block or not rest or _outside_block(rest, running, block))
         )
         waiting = engine.waiting
         if ok and waiting:  # (only behind a chunk: a decode stretch opens with none waiting)
@@ -578,6 +593,12 @@ def _predicted_rows(items: list[Any], key_fn: Any, partial: LiveRequest | None, 
             return False
         seen.add(r.idx)
     return len(seen) == len(items)
+
+
+def _outside_block(rest: list[Any], running: list[LiveRequest], block: int) -> bool:
+    """Whether none of the items `rest` is for one of the first `block` running requests."""
+    inside = {r.idx for r in running[:block]}
+    return not any(it.req.idx in inside for it in rest)
 
 
 def _apply(

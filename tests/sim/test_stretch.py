@@ -530,3 +530,48 @@ def test_a_broken_view_at_a_stretch_start_is_reported_at_that_cut() -> None:
         assert got == [(f.code, f.iteration, f.message) for f in slow.findings], seed
         caught += any(f.code.startswith("STATE.") for f in slow.findings)
     assert caught > 0
+
+
+@pytest.mark.parametrize("options", [{}, {"scheduling": "priority"}, {"max_model_len": 60}])
+def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
+    options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At every promise question the engine offers the decodes as a block only when they are
+    the running list's prefix of ready decodes at their frontier with nothing to rebuild, and
+    with the blocks their rows open as `need` (`PlanBuilder.offer_block`'s declaration);
+    vllm-v1 takes the block in most of them, and the reports stay the per-iteration path's
+    (decode and chunk stretches, both cost models)."""
+    real = PlanBuilder.offer_block
+    offers: list[int] = []
+    taken: list[bool] = []
+
+    def offer(plan: PlanBuilder, n: int, need: int) -> None:
+        running = plan.view.running
+        decodes = running[:n]
+        assert n >= 1 and len(running) - n in (0, 1)
+        for r in decodes:
+            assert r.ready and r.e >= 1 and r.c == r.p + r.e - 1 and r.floor <= r.c, r
+        bs = plan.block_size
+        expect = (
+            0 if bs is None or plan.free_blocks is None else sum(r.c % bs == 0 for r in decodes)
+        )
+        assert need == expect
+        offers.append(n)
+        real(plan, n, need)
+
+    real_take = PlanBuilder.take_block
+
+    def take(plan: PlanBuilder) -> bool:
+        got = real_take(plan)
+        taken.append(got)
+        return got
+
+    monkeypatch.setattr(PlanBuilder, "offer_block", offer)
+    monkeypatch.setattr(PlanBuilder, "take_block", take)
+    for seed in SEEDS:
+        for kind in ("unit", "roofline"):
+            wl = _workload(seed, "ms")
+            fast = _run(wl, VllmV1Policy(options), _cost(kind), stretches=True)
+            slow = _run(wl, VllmV1Policy(options), _cost(kind), stretches=False)
+            assert _canonical(fast.report()) == _canonical(slow.report()), (seed, kind)
+    assert len(offers) > 50 and sum(taken) > 0.8 * len(offers), (len(offers), sum(taken))
