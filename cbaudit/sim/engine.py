@@ -476,6 +476,10 @@ class Engine:
         self.tbt: dict[float, int] = {}  # TBT gaps as counts of distinct values
         self._tbt_folded = SortedCounts()  # ... and those folded out of it (sorted arrays)
         self.findings: list[EngineFinding] = []
+        # (iteration, n, need): after a stretch that an event ended, the first n running
+        # requests are ready decodes at their frontier whose next rows open `need` K/V blocks
+        # (`PlanBuilder.offer_block`); valid only while no iteration has run since
+        self.decode_block: tuple[int, int, int] | None = None
         self.service: dict[str, int] = {}  # completed semantic service per client
         self.now = 0.0
         self.iteration = 0  # executed (or idle slot-clock) iterations
@@ -646,6 +650,11 @@ class Engine:
             self.free = swap.swap_in(self.free, self.budgets.kv_block_size)
         view = self.cut(self.version, self.iteration + 1, self.now, self.free)
         builder = PlanBuilder(view, self.key_fn)
+        block = self.decode_block
+        if block is not None:  # the requests a stretch just left (`stretch._stretch`)
+            self.decode_block = None
+            if block[0] == self.iteration:  # (nothing has run since: the same requests)
+                builder.offer_block(block[1], block[2])
         self.policy.choose(view, builder)
         return builder.build()
 

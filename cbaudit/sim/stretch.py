@@ -268,6 +268,11 @@ def _stretch(
     _apply(engine, k, times, free_end, partial, width)
     if k == k_fin and _finish(engine, partial):
         return _ENDED_BY_FINISH
+    # the next cut (an iteration in full, or the next chunk stretch's first) has the same
+    # running requests, one row on: `Engine.choose` offers its decodes as a block too, with
+    # the blocks their next rows open (the rows at c0 + k, c0 the first cut's frontiers)
+    if b and (partial is None or running[b] is partial):
+        engine.decode_block = (engine.iteration, b, 0 if hist is None else hist[(-k) % bs])  # type: ignore[operator]
     return _ENDED_BY_EVENT
 
 

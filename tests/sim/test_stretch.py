@@ -536,14 +536,25 @@ def test_a_broken_view_at_a_stretch_start_is_reported_at_that_cut() -> None:
 def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
     options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """At every promise question the engine offers the decodes as a block only when they are
-    the running list's prefix of ready decodes at their frontier with nothing to rebuild, and
-    with the blocks their rows open as `need` (`PlanBuilder.offer_block`'s declaration);
-    vllm-v1 takes the block in most of them, and the reports stay the per-iteration path's
-    (decode and chunk stretches, both cost models)."""
+    """At every promise question, and at the full iteration right after a stretch that an
+    event ended, the engine offers the decodes as a block only when they are the running
+    list's prefix of ready decodes at their frontier with nothing to rebuild, and with the
+    blocks their rows open as `need` (`PlanBuilder.offer_block`'s declaration); vllm-v1 takes
+    the block in most of them, and the reports stay the per-iteration path's (decode and
+    chunk stretches, both cost models)."""
     real = PlanBuilder.offer_block
     offers: list[int] = []
     taken: list[bool] = []
+    in_full = [False]
+    full_offers: list[int] = []
+    real_choose = Engine.choose
+
+    def choose(engine: Engine) -> Any:
+        in_full[0] = True
+        try:
+            return real_choose(engine)
+        finally:
+            in_full[0] = False
 
     def offer(plan: PlanBuilder, n: int, need: int) -> None:
         running = plan.view.running
@@ -557,6 +568,8 @@ def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
         )
         assert need == expect
         offers.append(n)
+        if in_full[0]:
+            full_offers.append(n)
         real(plan, n, need)
 
     real_take = PlanBuilder.take_block
@@ -568,6 +581,7 @@ def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
 
     monkeypatch.setattr(PlanBuilder, "offer_block", offer)
     monkeypatch.setattr(PlanBuilder, "take_block", take)
+    monkeypatch.setattr(Engine, "choose", choose)
     for seed in SEEDS:
         for kind in ("unit", "roofline"):
             wl = _workload(seed, "ms")
@@ -575,3 +589,4 @@ def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
             slow = _run(wl, VllmV1Policy(options), _cost(kind), stretches=False)
             assert _canonical(fast.report()) == _canonical(slow.report()), (seed, kind)
     assert len(offers) > 50 and sum(taken) > 0.8 * len(offers), (len(offers), sum(taken))
+    assert 0 < len(full_offers) < len(offers)
