@@ -188,7 +188,8 @@ class PlanBuilder:
         stretch's promise question: docs/replay.md, "Decode blocks"). The engine vouches that
         each of them is a ready decode at its frontier (`e >= 1`, `c = p + e - 1`, no rows to
         rebuild) and that `need` of their one-row steps `[c, c + 1)` open a K/V block
-        (`c % block_size == 0`; 0 without a K/V pool)."""
+        (`c % block_size == 0`; 0 without a K/V pool). For the engine: at a promise question
+        a block the policy offered itself is not believed (`stretch._promise_holds`)."""
         self.block_offer = n
         self._offer_need = need
 
@@ -217,6 +218,10 @@ class PlanBuilder:
         self.seqs_left -= n
         self._block = n
         return True
+
+    def offer(self) -> tuple[int, int]:
+        """The block offered, as (`n`, `need`) (`(0, 0)`: none)."""
+        return self.block_offer, self._offer_need
 
     def taken_block(self) -> int:
         """How many rows the offered block holds that are taken and not written out (0: none

@@ -516,9 +516,11 @@ def _promise_holds(
         view = engine.cut(version, engine.iteration + k, now, free)
         key_fn = engine.key_fn
         builder = PlanBuilder(view, key_fn)
-        n_decodes = len(running) - (partial is not None)
-        if n_decodes and (partial is None or running[n_decodes] is partial):
-            builder.offer_block(n_decodes, need)
+        offered = len(running) - (partial is not None)
+        if offered and (partial is None or running[offered] is partial):
+            builder.offer_block(offered, need)
+        else:
+            offered = 0
         engine.policy.choose(view, builder)
         # the builder's lists as the plan would hold them (`build` only sorts the items by
         # their keys, which are compared one by one here, and sums their widths)
@@ -530,6 +532,8 @@ def _promise_holds(
             and not builder.rejected
             and block + len(rest) == len(running)
             and _predicted_rows(rest, key_fn, partial, width)
+            # a block taken is the one offered here (the policy may not offer itself another)
+            and (not block or (block == offered and builder.offer() == (offered, need)))
             and (not block or not rest or _outside_block(rest, running, block))
         )
         waiting = engine.waiting

@@ -590,3 +590,40 @@ def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
             assert _canonical(fast.report()) == _canonical(slow.report()), (seed, kind)
     assert len(offers) > 50 and sum(taken) > 0.8 * len(offers), (len(offers), sum(taken))
     assert 0 < len(full_offers) < len(offers)
+
+
+class _SelfOffer(VllmV1Policy):
+    """vllm-v1 that, from cut `at` on, offers itself every running request as a decode block
+    (a chunking request included, no K/V need) before its running pass."""
+
+    def __init__(self, at: int, options: dict[str, Any]) -> None:
+        super().__init__(options)
+        self.at = at
+
+    def choose(self, view: StateView, plan: PlanBuilder) -> None:
+        if view.iteration >= self.at and view.running:
+            plan.offer_block(len(view.running), 0)
+        super().choose(view, plan)
+
+
+@pytest.mark.parametrize("options", CHUNK_OPTIONS)
+def test_a_policy_that_offers_itself_a_block_is_caught_at_the_same_iteration(
+    options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block taken at a promise question stands for the predicted rows only if it is the
+    one the engine offered there: a policy that offers itself a wider block (over a chunking
+    request) or another K/V need is not believed, and both paths stop with the same findings
+    at the same iteration (the written-out rows fail the plan rules in full)."""
+    caught = tried = 0
+    for seed in range(16):
+        wl = _workload(seed, "ms")
+        spans = _chunk_stretches(wl, options, monkeypatch)[:2]
+        for at in sorted({first + d for first, k, _ in spans for d in (0, 1, k - 1)} | {5, 23}):
+            slow = _run(wl, _SelfOffer(at, options), _cost("roofline"), stretches=False)
+            fast = _run(wl, _SelfOffer(at, options), _cost("roofline"), stretches=True)
+            got = [(f.code, f.iteration, f.message) for f in fast.findings]
+            assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
+            assert _canonical(fast.report()) == _canonical(slow.report()), (seed, at)
+            caught += bool(slow.findings)
+            tried += 1
+    assert tried > 20 and caught > 0, (tried, caught)
