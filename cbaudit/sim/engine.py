@@ -674,12 +674,22 @@ class Engine:
         if self.cross_check:
             found = self._cross_check(found, self._contract_plan(*self._records))
         free = self.free
-        # (`_kv_overcommit` finds nothing for a plan that preempts nobody and fits the pool)
-        over = (
-            None
-            if free is None or (not plan.preempted and plan.blocks_used <= free)
-            else self._kv_overcommit(plan, free)
-        )
+        over = None
+        if free is not None:
+            need = plan.blocks_used  # the builder's ledger: the `need` the policy gave `take`
+            bs = self.budgets.kv_block_size
+            if (
+                not found
+                and bs is not None
+                and (plan.preempted or plan.tokens_used // bs + len(plan.items) > free)
+            ):
+                # The ledger is the policy's word. A legal plan's items open at most
+                # tokens // bs + items blocks (each [c, c + w) at most w // bs + 1): when that
+                # could exceed the pool, the blocks they open are counted here, so a ledger
+                # that says less is refused at this plan, before it runs.
+                need = max(need, self._kv_opened(plan, bs))
+            if plan.preempted or need > free:
+                over = self._kv_overcommit(plan, free, need)
         if over is None and self.state_pool is not None:
             over = self._state_overcommit(plan)
         if not found and over is None:
@@ -713,18 +723,29 @@ class Engine:
             self.trace.write("plan", plan_rec)
         return state_rec, plan_rec
 
-    def _kv_overcommit(self, plan: Plan, free: int) -> EngineFinding | None:
-        """The plan's K/V blocks against the `free` pool plus what its preemptions release
-        (None: it fits)."""
+    def _kv_overcommit(self, plan: Plan, free: int, need: int) -> EngineFinding | None:
+        """The plan's `need` K/V blocks against the `free` pool plus what its preemptions
+        release (None: they fit)."""
         released = sum([v.blocks for v in plan.preempted]) if plan.preempted else 0
-        if plan.blocks_used <= free + released:
+        if need <= free + released:
             return None
         return EngineFinding(
             "REPLAY.KV.BUDGET_EXCEEDED",
-            f"plan needs {plan.blocks_used} KV blocks, {free + released} are free after preemption",
+            f"plan needs {need} KV blocks, {free + released} are free after preemption",
             self.iteration + 1,
             "plan",
         )
+
+    @staticmethod
+    def _kv_opened(plan: Plan, bs: int) -> int:
+        """The K/V blocks the plan's items open, as `_serve` allocates them (each request
+        holds `ceil(c / bs)` blocks; an item ending at `end` needs `ceil(end / bs)`)."""
+        opened = 0
+        for item in plan.items:
+            more = -(-item.end // bs) - item.req.blocks
+            if more > 0:
+                opened += more
+        return opened
 
     def _state_overcommit(self, plan: Plan) -> EngineFinding | None:
         """The plan's admissions against the free state slots plus what its preemptions
