@@ -153,7 +153,12 @@ def run_stretch(engine: Engine, step: Executed) -> None:
     )
     while True:
         taken = _stretch(engine, closed, contexts, partial)
-        if not taken or contexts is not None or not engine.running:
+        if not taken:
+            # the cut stays quiet (no stretch: an arrival due, a promise not kept...): the
+            # full iteration there is offered the decodes as a block, as after a stretch
+            _offer_next(engine, partial)
+            return
+        if contexts is not None or not engine.running:
             return
         # behind a chunk an arrival joins the waiting queue and the next stretch starts at
         # once; otherwise only a finish lets it (an arrival, K/V, the prompt: an event)
@@ -163,6 +168,25 @@ def run_stretch(engine: Engine, step: Executed) -> None:
                 return  # the full iteration at this cut reports it
         elif taken == _ENDED_BY_EVENT:
             return
+
+
+def _offer_next(engine: Engine, partial: LiveRequest | None) -> None:
+    """Offer the full iteration at this cut the running decodes as a block (`Engine.choose`).
+    At a quiet cut where no stretch was taken they are, as `_quiet` found them or the stretch
+    before left them, ready decodes at their frontier with nothing to rebuild: all of the
+    running list, or all but the chunking request last in it. `need`: their rows that open a
+    K/V block (`c % bs == 0`)."""
+    running = engine.running
+    b = len(running) - (partial is not None)
+    if not b or (partial is not None and running[b] is not partial):
+        return
+    bs = engine.budgets.kv_block_size
+    need = 0
+    if bs is not None and engine.free is not None:
+        for r in islice(running, b):
+            if not r.c % bs:
+                need += 1
+    engine.decode_block = (engine.iteration, b, need)
 
 
 def _arrived(engine: Engine) -> bool:
