@@ -233,6 +233,7 @@ def _stretch(
     hist: list[int] | None = [0] * bs if bs is not None and free is not None else None
     # the iteration that emits a request's last token may end the stretch (it finishes there)
     k_fin = 1 << 62
+    last: list[LiveRequest] = []  # the requests with k_fin tokens left, in running order
     ctx_sum = 0
     for r in running:
         if r is partial:
@@ -241,8 +242,12 @@ def _stretch(
         if r.max_out < left:
             left = r.max_out
         left -= r.e
-        if left < k_fin:
-            k_fin = left
+        if left <= k_fin:
+            if left < k_fin:
+                k_fin = left
+                last = [r]
+            else:
+                last.append(r)
         ctx_sum += r.c + 1  # decode row at c attends to c + 1 keys
         if hist is not None:
             hist[r.c % bs] += 1  # type: ignore[operator]
@@ -290,7 +295,8 @@ def _stretch(
         return _NOT_TAKEN
     # the requests stand at the last cut (k - 1 iterations on): one more, and the figures
     _apply(engine, k, times, free_end, partial, width)
-    if k == k_fin and _finish(engine, partial):
+    if k == k_fin:  # those emitted their last token at the stretch's last iteration
+        _finish(engine, last)
         return _ENDED_BY_FINISH
     # the next cut (an iteration in full, or the next chunk stretch's first) has the same
     # running requests, one row on: `Engine.choose` offers its decodes as a block too, with
@@ -485,25 +491,17 @@ def _walk_shapes(
     return times, free_prev, free
 
 
-def _finish(engine: Engine, partial: LiveRequest | None) -> bool:
-    """The requests whose last token the stretch's last iteration emitted finish, as they do
-    after a per-iteration step (reason, K/V released, the progress callback); True if any.
-    (A chunking request emitted nothing in the stretch.)"""
+def _finish(engine: Engine, last: list[LiveRequest]) -> None:
+    """The requests whose last token the stretch's last iteration emitted (`last`: those
+    the stretch's setup found with the fewest tokens left, in running order) finish, as
+    they do after a per-iteration step (reason, K/V released, the progress callback)."""
     realized = engine.realized
-    terminal: list[tuple[LiveRequest, str]] = []
-    for r in engine.running:
-        if r is partial:
-            continue
-        if r.e >= realized[r.idx]:
-            terminal.append((r, "eos"))
-        elif r.e >= r.max_out:
-            terminal.append((r, "max_output_tokens"))
-    if not terminal:
-        return False
+    terminal: list[tuple[LiveRequest, str]] = [
+        (r, "eos" if r.e >= realized[r.idx] else "max_output_tokens") for r in last
+    ]
     engine._retire(terminal)
     if engine.progress is not None:
         engine.progress(engine.finished, engine.target)
-    return True
 
 
 def _promise_holds(
