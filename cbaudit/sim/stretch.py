@@ -153,7 +153,12 @@ def run_stretch(engine: Engine, step: Executed) -> None:
     )
     while True:
         taken = _stretch(engine, closed, contexts, partial)
-        if not taken or contexts is not None or not engine.running:
+        if not taken:
+            # the cut stays quiet (no stretch: an arrival due, a promise not kept...): the
+            # full iteration there is offered the decodes as a block, as after a stretch
+            _offer_next(engine, partial)
+            return
+        if contexts is not None or not engine.running:
             return
         # behind a chunk an arrival joins the waiting queue and the next stretch starts at
         # once; otherwise only a finish lets it (an arrival, K/V, the prompt: an event)
@@ -163,6 +168,25 @@ def run_stretch(engine: Engine, step: Executed) -> None:
                 return  # the full iteration at this cut reports it
         elif taken == _ENDED_BY_EVENT:
             return
+
+
+def _offer_next(engine: Engine, partial: LiveRequest | None) -> None:
+    """Offer the full iteration at this cut the running decodes as a block (`Engine.choose`).
+    At a quiet cut where no stretch was taken they are, as `_quiet` found them or the stretch
+    before left them, ready decodes at their frontier with nothing to rebuild: all of the
+    running list, or all but the chunking request last in it. `need`: their rows that open a
+    K/V block (`c % bs == 0`)."""
+    running = engine.running
+    b = len(running) - (partial is not None)
+    if not b or (partial is not None and running[b] is not partial):
+        return
+    bs = engine.budgets.kv_block_size
+    need = 0
+    if bs is not None and engine.free is not None:
+        for r in islice(running, b):
+            if not r.c % bs:
+                need += 1
+    engine.decode_block = (engine.iteration, b, need)
 
 
 def _arrived(engine: Engine) -> bool:
@@ -209,6 +233,7 @@ def _stretch(
     hist: list[int] | None = [0] * bs if bs is not None and free is not None else None
     # the iteration that emits a request's last token may end the stretch (it finishes there)
     k_fin = 1 << 62
+    last: list[LiveRequest] = []  # the requests with k_fin tokens left, in running order
     ctx_sum = 0
     for r in running:
         if r is partial:
@@ -217,8 +242,12 @@ def _stretch(
         if r.max_out < left:
             left = r.max_out
         left -= r.e
-        if left < k_fin:
-            k_fin = left
+        if left <= k_fin:
+            if left < k_fin:
+                k_fin = left
+                last = [r]
+            else:
+                last.append(r)
         ctx_sum += r.c + 1  # decode row at c attends to c + 1 keys
         if hist is not None:
             hist[r.c % bs] += 1  # type: ignore[operator]
@@ -266,7 +295,8 @@ def _stretch(
         return _NOT_TAKEN
     # the requests stand at the last cut (k - 1 iterations on): one more, and the figures
     _apply(engine, k, times, free_end, partial, width)
-    if k == k_fin and _finish(engine, partial):
+    if k == k_fin:  # those emitted their last token at the stretch's last iteration
+        _finish(engine, last)
         return _ENDED_BY_FINISH
     # the next cut (an iteration in full, or the next chunk stretch's first) has the same
     # running requests, one row on: `Engine.choose` offers its decodes as a block too, with
@@ -461,25 +491,17 @@ def _walk_shapes(
     return times, free_prev, free
 
 
-def _finish(engine: Engine, partial: LiveRequest | None) -> bool:
-    """The requests whose last token the stretch's last iteration emitted finish, as they do
-    after a per-iteration step (reason, K/V released, the progress callback); True if any.
-    (A chunking request emitted nothing in the stretch.)"""
+def _finish(engine: Engine, last: list[LiveRequest]) -> None:
+    """The requests whose last token the stretch's last iteration emitted (`last`: those
+    the stretch's setup found with the fewest tokens left, in running order) finish, as
+    they do after a per-iteration step (reason, K/V released, the progress callback)."""
     realized = engine.realized
-    terminal: list[tuple[LiveRequest, str]] = []
-    for r in engine.running:
-        if r is partial:
-            continue
-        if r.e >= realized[r.idx]:
-            terminal.append((r, "eos"))
-        elif r.e >= r.max_out:
-            terminal.append((r, "max_output_tokens"))
-    if not terminal:
-        return False
+    terminal: list[tuple[LiveRequest, str]] = [
+        (r, "eos" if r.e >= realized[r.idx] else "max_output_tokens") for r in last
+    ]
     engine._retire(terminal)
     if engine.progress is not None:
         engine.progress(engine.finished, engine.target)
-    return True
 
 
 def _promise_holds(

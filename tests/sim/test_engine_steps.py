@@ -207,6 +207,66 @@ def test_validate_refuses_a_plan_beyond_the_free_kv_pool() -> None:
     assert [f.code for f in eng.findings] == ["REPLAY.KV.BUDGET_EXCEEDED"]
 
 
+class _Underreporting(_Scripted):
+    """Serves every request, telling `take` its rows open no K/V block (a ledger that lies)."""
+
+    def choose(self, view: StateView, plan: PlanBuilder) -> None:
+        for r in [*view.running, *view.waiting]:
+            plan.take(r, min(r.remaining, plan.tokens_left), 0, admit=r in view.waiting)
+
+
+class _Stretching(_Scripted):
+    """Serves the running requests' rows, then takes the first waiting request's first 4
+    prompt rows and widens the item to the whole prompt behind the builder's back (its
+    ledger still counts 4 rows)."""
+
+    def choose(self, view: StateView, plan: PlanBuilder) -> None:
+        for r in view.running:
+            plan.take(r, 1)
+        if view.waiting:
+            r = view.waiting[0]
+            plan.take(r, 4, admit=True)
+            plan.items[-1].end = r.p
+
+
+_TIGHT = {"token_budget": 16, "sequence_budget": 4, "kv_block_size": 4}
+
+
+def test_a_ledger_that_says_fewer_kv_blocks_is_refused_at_that_plan() -> None:
+    """The engine counts the blocks a plan's items open whenever they could exceed the pool,
+    so a policy whose ledger under-reports is stopped at the plan that over-commits, before
+    it runs (the pool never goes negative), not one iteration later."""
+    # two 4-row prompts in 3 blocks of 4: iteration 1 fills 2 blocks, and the two decode rows
+    # of iteration 2 would open 2 more with 1 free
+    eng = _engine(
+        [_req("a", 0), _req("b", 0)],
+        policy=_Underreporting("serve"),
+        budgets={**_TIGHT, "kv_total_blocks": 3},
+    )
+    eng.run()
+    assert [(f.code, f.iteration, f.record) for f in eng.findings] == [
+        ("REPLAY.KV.BUDGET_EXCEEDED", 2, "plan")
+    ]
+    assert eng.findings[0].message == "plan needs 2 KV blocks, 1 are free after preemption"
+    assert eng.free == 1 and eng.iteration == 1
+
+
+def test_an_item_widened_behind_the_ledger_is_refused_before_it_runs() -> None:
+    """An item edited after `take` (the ledger counted 4 rows, the item holds 8) needs the
+    blocks of all 8: the plan is refused at its own iteration."""
+    # b's prompt fills 1 of 3 blocks; at iteration 2 b's decode row opens one, and a's
+    # widened prompt two (the ledger says one): 3 against the 2 free
+    eng = _engine(
+        [_req("b", 0), _req("a", 0.5, prompt=8, max_out=1)],
+        policy=_Stretching("serve"),
+        budgets={**_TIGHT, "kv_total_blocks": 3},
+    )
+    eng.run()
+    assert [(f.code, f.iteration) for f in eng.findings] == [("REPLAY.KV.BUDGET_EXCEEDED", 2)]
+    assert eng.findings[0].message == "plan needs 3 KV blocks, 2 are free after preemption"
+    assert eng.free == 2 and eng.iteration == 1
+
+
 def test_validate_with_validation_off_checks_nothing() -> None:
     """With validation off every plan passes (speed comparisons only)."""
     eng = _engine([_req("a", 0)], policy=_Scripted("serve"), validation=Validation.OFF)
