@@ -57,6 +57,8 @@ def stop_workers(pool: ProcessPoolExecutor, grace_s: float = GRACE_S) -> None:
     # The executor keeps its processes in a private mapping (Python 3.14 adds
     # terminate_workers()); it is the only handle on them.
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    # ... and its management thread (`shutdown` drops the pool's reference to it)
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in processes:
         if proc.is_alive():
@@ -66,3 +68,10 @@ def stop_workers(pool: ProcessPoolExecutor, grace_s: float = GRACE_S) -> None:
         if proc.is_alive():
             proc.kill()
             proc.join(grace_s)
+    # The management thread sees its workers gone and closes its wake-up pipe. Left running,
+    # it races the interpreter's exit hook, which writes to that pipe to wake it: on CPython
+    # 3.11 the hook can find the pipe open, then write after the thread closed it
+    # (`OSError: [Errno 9] Bad file descriptor`, printed after cbaudit's own message). Waiting
+    # for the thread here leaves the hook a closed pipe, which it skips.
+    if manager is not None and manager.is_alive():
+        manager.join(grace_s)
