@@ -240,7 +240,11 @@ def _check_selection(
 
 
 class _Recorder:
-    """Wraps a slack-ordered policy and logs each cut's candidates and selections."""
+    """Wraps a slack-ordered policy and logs each cut's candidates and selections.
+
+    The log is kept as each cut's clock, candidates and decisions, and written out as JSON
+    objects (`cuts`) only where a report shows it: most replays need only the count of
+    selections made with negative slack (`negative_selections`)."""
 
     def __init__(self, inner: Any, tick_ms: float) -> None:
         self.inner = inner
@@ -249,17 +253,34 @@ class _Recorder:
         self.tie_break_key = inner.tie_break_key
         self.phase_order = inner.phase_order
         self.tick_ms = tick_ms
-        self.cuts: list[dict[str, Any]] = []
+        # (now, candidates, selected idx, rejected idx) per cut; a candidate's values are
+        # fixed when it is made, and its request's id never changes
+        self._log: list[tuple[float, list[Any], set[int], set[int]]] = []
 
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         cands = self.inner.candidates(view)
-        self.inner.choose(view, plan)
+        self.inner.choose_from(view, plan, cands)  # (`choose` would compute them again)
         chosen = {it.req.idx for it in plan.items}
         rejected = {r.idx for r in plan.rejected}
+        self._log.append((view.now, cands, chosen, rejected))
+
+    def negative_selections(self) -> int:
+        """Selections whose slack, in ms as the log writes it, is negative."""
         ms = self.tick_ms
-        self.cuts.append(
+        return sum(
+            1
+            for _, cands, chosen, _ in self._log
+            for c in cands
+            if c.req.idx in chosen and slo._num(c.slack * ms) < 0
+        )
+
+    @property
+    def cuts(self) -> list[dict[str, Any]]:
+        """The log as JSON objects, one per cut."""
+        ms = self.tick_ms
+        return [
             {
-                "now_ms": slo._num(view.now * ms),
+                "now_ms": slo._num(now * ms),
                 "candidates": [
                     {
                         "request_id": c.req.rid,
@@ -275,7 +296,8 @@ class _Recorder:
                     for c in cands
                 ],
             }
-        )
+            for now, cands, chosen, rejected in self._log
+        ]
 
 
 def _manifest(
@@ -331,13 +353,7 @@ def replay_section(
     )
     run = engine.run()
     report = slo.slo_report(run, window_ms=float(section["window_ms"]), per_request=count <= 12)
-    negative_selections = sum(
-        1
-        for cut in recorder.cuts
-        for c in cut["candidates"]
-        if c["decision"] == "selected" and c["slack_ms"] < 0
-    )
-    report["negative_slack_selections"] = negative_selections
+    report["negative_slack_selections"] = recorder.negative_selections()
     report["iterations"] = run.iterations
     report["policy"] = {
         "policy_id": policy.policy_id,

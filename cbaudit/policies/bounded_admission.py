@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cbaudit.policies.base import PlanBuilder, StateView, option
-from cbaudit.policies.least_slack import LeastSlackPolicy
+from cbaudit.policies.least_slack import LeastSlackPolicy, SlackView
 
 REJECTED_LIVE_CAP = "REJECTED_LIVE_CAP"
 
@@ -38,7 +38,7 @@ class BoundedAdmissionPolicy(LeastSlackPolicy):
         if opts:
             raise ValueError(f"unknown policy options {sorted(opts)}")
 
-    def choose(self, view: StateView, plan: PlanBuilder) -> None:
+    def choose_from(self, view: StateView, plan: PlanBuilder, candidates: list[SlackView]) -> None:
         room = self.live_cap - sum(1 for r in view.running if not r.terminal)
         rejected = set()
         for r in view.waiting:
@@ -50,5 +50,5 @@ class BoundedAdmissionPolicy(LeastSlackPolicy):
         for r in (*view.running, *view.waiting):
             if not r.ready and not r.terminal and r.idx not in rejected:
                 plan.defer(r, r.readiness_reason or "NOT_READY")
-        kept = [s for s in self.candidates(view) if s.req.idx not in rejected]
+        kept = [s for s in candidates if s.req.idx not in rejected]
         self.select(view, plan, kept)
