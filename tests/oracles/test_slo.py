@@ -86,6 +86,24 @@ def test_burst_accept_all_versus_four_live_cap() -> None:
     assert acc["partition"]["closes"] and cap["partition"]["closes"]
 
 
+@pytest.mark.parametrize(
+    ("policy", "options"), [("least-slack", {}), ("bounded-admission", {"live_cap": 4})]
+)
+def test_recorder_decides_as_the_policy_alone(policy: str, options: dict[str, Any]) -> None:
+    """The oracle's recorder hands the policy the candidates it logged (`choose_from`): the
+    replay is the one the policy makes alone, and the log holds one cut per decision."""
+    alone = Engine(load_workload(BURST), POLICIES.create(policy, options), UnitCostModel()).run()
+    recorder = slo_oracle._Recorder(POLICIES.create(policy, options), 10.0)
+    logged = Engine(load_workload(BURST), recorder, UnitCostModel()).run()
+    assert slo.slo_report(logged, window_ms=60) == slo.slo_report(alone, window_ms=60)
+    assert logged.iterations == alone.iterations
+    cuts = recorder.cuts
+    assert len(cuts) == alone.iterations
+    selected = [c for cut in cuts for c in cut["candidates"] if c["decision"] == "selected"]
+    assert len(selected) == alone.rows_per_iteration.prefix_sum(alone.iterations)  # a row each
+    assert recorder.negative_selections() == sum(1 for c in selected if c["slack_ms"] < 0)
+
+
 def test_oracle_reproduces_the_article() -> None:
     """The Loop 7 fixture passes: negative-slack picks, tail 19.8/10/500, 118 rejected, 50.833%."""
     result = slo_oracle.run(load_fixture(FIXTURE))
