@@ -35,8 +35,10 @@ parse, replay, metrics, report written):
 
 Each round runs every tool once in the same order (A B C A B C ...), so all see the same load;
 the load average is printed before every round. Printed per tool: min and median wall seconds,
-requests per second at the median, peak RSS (the child's ru_maxrss); then cbaudit's wall-time
-ratio to each peer (median and min) and its requests/s ratio. A run that fails or finishes
+requests per second at the median, the median CPU time (user + system, all threads: a tool
+whose runtime works on several cores, as Go's collector does, shows more CPU than wall time),
+peak RSS (the child's ru_maxrss); then cbaudit's wall-time ratio to each peer (median and
+min) and its requests/s ratio. A run that fails or finishes
 fewer requests than the trace has stops the benchmark (exit 1). `--rss-ratio N` also runs
 cbaudit on the first N rows of each trace, interleaved with the whole trace, and prints the
 peak-RSS ratio whole / first N (the flat-memory check: the 19k-request conversation trace
@@ -140,11 +142,13 @@ class Tool:
     finished: Callable[[str], int]  # the run's stdout+stderr -> requests completed
     walls: list[float] = field(default_factory=list)
     rss_kib: list[int] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)  # user + system CPU seconds
     extra: dict[str, str] = field(default_factory=dict)
 
 
-def run_child(argv: list[str], cwd: Path | None) -> tuple[float, int, int, str]:
-    """(wall s, exit code, peak RSS KiB, stdout+stderr) of one child process."""
+def run_child(argv: list[str], cwd: Path | None) -> tuple[float, int, int, float, str]:
+    """(wall s, exit code, peak RSS KiB, CPU s, stdout+stderr) of one child process (CPU:
+    user + system time of all its threads, and of any children it waited for)."""
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
@@ -152,7 +156,8 @@ def run_child(argv: list[str], cwd: Path | None) -> tuple[float, int, int, str]:
         wall = time.perf_counter() - t0
         out.seek(0)
         text = out.read().decode(errors="replace")
-    return wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss, text
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss, cpu, text
 
 
 def compile_package() -> str:
@@ -284,6 +289,7 @@ def summary(tool: Tool, n: int) -> str:
     extra = " ".join(f"{k}={v}" for k, v in sorted(tool.extra.items()))
     return (
         f"  {tool.name:14s} min {lo:7.2f} s  median {med:7.2f} s  {n / med:9.0f} req/s"
+        f"  CPU median {statistics.median(tool.cpus):6.2f} s"
         f"  peak RSS {max(tool.rss_kib) / 1024:6.0f} MiB  {extra}"
     )
 
@@ -296,7 +302,7 @@ def run_rounds(tools: list[Tool], rounds: int, n_of: dict[str, int]) -> bool:
     for k in range(rounds):
         print(f"  round {k + 1} ({load()})", flush=True)
         for tool in tools:
-            wall, rc, rss, text = run_child(tool.argv, tool.cwd)
+            wall, rc, rss, cpu, text = run_child(tool.argv, tool.cwd)
             done = tool.finished(text) if rc == 0 else -1
             n = n_of[tool.name]
             if rc != 0 or done != n:
@@ -304,7 +310,11 @@ def run_rounds(tools: list[Tool], rounds: int, n_of: dict[str, int]) -> bool:
                 return False
             tool.walls.append(wall)
             tool.rss_kib.append(rss)
-            print(f"    {tool.name:14s} {wall:7.2f} s  {rss / 1024:6.0f} MiB", flush=True)
+            tool.cpus.append(cpu)
+            print(
+                f"    {tool.name:14s} {wall:7.2f} s  CPU {cpu:6.2f} s  {rss / 1024:6.0f} MiB",
+                flush=True,
+            )
     return True
 
 
@@ -384,7 +394,7 @@ def main() -> int:
                     args.vidur, work / "vidur.csv", work / "vidur-out", args.vidur_scheduler
                 )
                 tools.append(v)
-                wall, rc, _, text = run_child(v.argv, v.cwd)
+                wall, rc, _, _, text = run_child(v.argv, v.cwd)
                 print(f"  (vidur warm-up, untimed: {wall:.1f} s, exit {rc})")
                 if rc != 0:
                     print(text[-2000:])
