@@ -79,6 +79,50 @@ def _workload(seed: int, unit: str) -> Workload:
     return workload_from_data(data, "generated.yaml")
 
 
+def _long_workload(seed: int, unit: str) -> Workload:
+    """A longer random workload than `_workload`'s: up to 70 requests, prompts up to 2,100
+    tokens against token budgets up to 2,048 (chunked prompts with decodes beside them),
+    outputs up to 200 tokens (long stretches), pools from exactly enough to ample."""
+    rnd = random.Random(10_000_000 + seed)
+    n = rnd.randint(10, 70)
+    t = 0.0
+    reqs: list[dict[str, Any]] = []
+    hidden: dict[str, int] = {}
+    for i in range(n):
+        t += rnd.choice([0, 0, 1, 3, 20, 80] if unit == "tick" else [0, 0, 5, 40, 400, 3000])
+        max_out = rnd.randint(1, 200)
+        rid = f"r{i}"
+        reqs.append(
+            {
+                "request_id": rid,
+                "arrival": t,
+                "prompt_tokens": rnd.choice([1, 3, 17, 40, 130, 700, 2100]),
+                "max_output_tokens": max_out,
+                "priority": rnd.randint(0, 2),
+            }
+        )
+        hidden[rid] = rnd.randint(1, max_out)
+    budgets: dict[str, Any] = {
+        "token_budget": rnd.choice([8, 32, 64, 256, 2048]),
+        "sequence_budget": rnd.choice([2, 4, 16, 64]),
+    }
+    if rnd.random() < 0.85:
+        bs = budgets["kv_block_size"] = rnd.choice([1, 4, 16])
+        need = max(-(-(r["prompt_tokens"] + r["max_output_tokens"]) // bs) for r in reqs)
+        budgets["kv_total_blocks"] = need + rnd.choice([0, 2, 8, 50, 100_000])
+    if rnd.random() < 0.3:
+        budgets["long_prefill_token_threshold"] = rnd.choice([4, 16, 512])
+    data: dict[str, Any] = {
+        "schema_version": 1,
+        "workload_id": f"long-{seed}",
+        "clock": {"unit": unit},
+        "budgets": budgets,
+        "requests": reqs,
+        "fixture_only_hidden_truth": {"realized_output_tokens": hidden},
+    }
+    return workload_from_data(data, "generated.yaml")
+
+
 def _run(wl: Workload, policy: Any, cost: Any, *, stretches: bool, **kw: Any) -> Engine:
     engine = Engine(wl, policy, cost, validation=Validation.CONTRACT, stretches=stretches, **kw)
     engine.run()
@@ -131,6 +175,27 @@ def test_fast_path_equals_per_iteration_path(policy_id: str, cost: str) -> None:
     # a policy that declares the property must have had stretches to compare on
     assert (taken > 0) is declares
     assert (chunked > 0) is callable(getattr(policy, "chunk_stretch", None))
+
+
+LONG_SEEDS = range(4)
+
+
+@pytest.mark.parametrize("policy_id", POLICY_IDS)
+@pytest.mark.parametrize("cost", ["unit", "roofline"])
+def test_fast_path_equals_per_iteration_path_on_long_runs(policy_id: str, cost: str) -> None:
+    """The same comparison on longer workloads (`_long_workload`): stretches of hundreds of
+    iterations, chunked prompts of thousands of tokens, pools that run short mid-stretch."""
+    unit = "tick" if cost == "unit" else "ms"
+    taken = 0
+    for seed in LONG_SEEDS:
+        wl = _long_workload(seed, unit)
+        opts = OPTIONS.get(policy_id, {})
+        slow = _run(wl, POLICIES.create(policy_id, opts), _cost(cost), stretches=False)
+        fast = _run(wl, POLICIES.create(policy_id, opts), _cost(cost), stretches=True)
+        assert _canonical(fast.report()) == _canonical(slow.report()), (policy_id, seed)
+        taken += fast.stretch_iterations
+    policy = POLICIES.create(policy_id, OPTIONS.get(policy_id, {}))
+    assert (taken > 0) is callable(getattr(policy, "decode_stretch", None))
 
 
 def test_vllm_v1_priority_and_max_model_len_equal_per_iteration() -> None:
@@ -264,6 +329,31 @@ def test_a_mutant_is_caught_by_both_paths_at_the_same_iteration(bug: str) -> Non
             assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
             assert _canonical(fast.report()) == _canonical(slow.report())
             caught += bool(slow.findings)
+    assert caught > 0
+
+
+@pytest.mark.parametrize(
+    "bug", ["skip", "key", "wide", "snapshot", "over", "narrow", "unexplained", "defer_selected"]
+)
+def test_a_mutant_is_caught_at_the_same_iteration_on_long_runs(bug: str) -> None:
+    """The same on `_long_workload`'s runs, for vllm-v1 (FCFS and priority) and
+    sarathi-serve: a deviation from cut `at` on gives both paths the same findings, in the
+    same order, at the same iterations, and the same report."""
+    caught = 0
+    for seed in LONG_SEEDS:
+        wl = _long_workload(seed, "ms")
+        for at in (17, 150):
+            for make in (
+                lambda at: _Mutant(bug, at),
+                lambda at: _Mutant(bug, at, {"scheduling": "priority"}),
+                lambda at: _SarathiMutant(bug, at),
+            ):
+                slow = _run(wl, make(at), _cost("roofline"), stretches=False)
+                fast = _run(wl, make(at), _cost("roofline"), stretches=True)
+                got = [(f.code, f.iteration, f.message) for f in fast.findings]
+                assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
+                assert _canonical(fast.report()) == _canonical(slow.report()), (seed, at)
+                caught += bool(slow.findings)
     assert caught > 0
 
 
