@@ -2,14 +2,18 @@
 """Write the conformance corpus workloads (the CPU driver's format) into a folder.
 
 cbaudit's own generator (seeded random.Random only, no clock: the same files every run). Each
-workload exercises rules of vLLM v0.23.0's scheduler; together the 18 exercise every rule
+workload exercises rules of vLLM v0.23.0's scheduler; together the 19 exercise every rule
 vllm-v1 mirrors (README.md beside this file: which rule each one exercises, and the ablation
 check that says so). The parameters of each are in its builder below; `splitwise_fcfs` is the
 first 200 rows of the public Splitwise code trace (`arrival_step = floor(arrived_at / 0.25 s)`,
-`prompt_tokens = ceil(num_prefill_tokens / 8)`, `output_tokens = num_decode_tokens`).
+`prompt_tokens = ceil(num_prefill_tokens / 8)`, `output_tokens = num_decode_tokens`);
+`mooncake_fcfs` is 60 rows of Mooncake's public conversation trace (kvcache-ai/Mooncake,
+`FAST25-release/traces/conversation_trace.jsonl`), from row 3,000: long prompts chunked under
+a small token budget and a long-prefill threshold, in a pool that preempts.
 
-usage: gen_corpus.py OUT_DIR [SPLITWISE_CSV]   (default ../shared/traces/splitwise_code.csv
-beside the repository)
+usage: gen_corpus.py OUT_DIR [SPLITWISE_CSV [MOONCAKE_JSONL]]   (default
+../shared/traces/splitwise_code.csv beside the repository; without MOONCAKE_JSONL the
+mooncake workload is not written, and the script says so)
 """
 
 from __future__ import annotations
@@ -156,6 +160,22 @@ def splitwise(n=200, policy="fcfs", blocks=170, seed=None, path=None):
 
 
 
+def mooncake(path, start=3000, n=60, blocks=160):
+    """n rows of Mooncake's conversation trace from row `start` (timestamps in ms):
+    arrival_step = (timestamp - first timestamp) // 45 ms; prompt_tokens = ceil(input_length /
+    64); output_tokens = ceil(output_length / 4); FCFS, a 64-token budget, a long-prefill
+    threshold of 16, max_model_len 2048."""
+    with open(path) as f:
+        rows = [json.loads(line) for line in f][start : start + n]
+    t0 = rows[0]["timestamp"]
+    rs = [
+        req(f"m{i}", -(-r["input_length"] // 64), -(-r["output_length"] // 4),
+            (r["timestamp"] - t0) // 45)
+        for i, r in enumerate(rows)
+    ]
+    return {"config": cfg(blocks=blocks, mbt=64, seqs=32, thr=16), "requests": rs}
+
+
 def rand_mix(seed, policy):
     rng = random.Random(seed)
     bs = rng.choice([4, 8, 16, 32])
@@ -237,21 +257,30 @@ CORPUS = {
     "budget_cap_scheduled_tokens": budget_cap_scheduled_tokens,
     "splitwise_fcfs": lambda: splitwise(path=SPLITWISE_CSV),
     "rand_prio_5": lambda: rand_mix(2005, "priority"),
+    "mooncake_fcfs": lambda: mooncake(MOONCAKE_JSONL) if MOONCAKE_JSONL else None,
 }
 SPLITWISE_CSV = None
+MOONCAKE_JSONL = None
 
 
 def main(out_dir: str) -> None:
     os.makedirs(out_dir, exist_ok=True)
+    written = 0
     for name, build in CORPUS.items():
         wl = build()
+        if wl is None:
+            print(f"{name}: not written (name Mooncake's conversation_trace.jsonl)")
+            continue
+        written += 1
         with open(os.path.join(out_dir, f"{name}.workload.json"), "w") as f:
             json.dump(wl, f, indent=1, sort_keys=True)
             f.write("\n")
-    print(len(CORPUS), "workloads in", out_dir)
+    print(written, "workloads in", out_dir)
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 2:
         SPLITWISE_CSV = sys.argv[2]
+    if len(sys.argv) > 3:
+        MOONCAKE_JSONL = sys.argv[3]
     main(sys.argv[1])
