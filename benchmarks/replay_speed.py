@@ -28,7 +28,9 @@ parse, replay, metrics, report written):
 * `blis` (`--blis` binary, built outside the repository; `--blis-data` its checkout with
   `defaults.yaml`, `model_configs/`, `hardware_config.json`): `blis replay` on the same rows
   converted to its TraceV2 pair (outside the timing), roofline `llama-3.1-8b-instruct` (same
-  shape as Llama-3-8B) on H100, `--cache-signal-delay 0` (its fastest mode);
+  shape as Llama-3-8B) on H100, `--cache-signal-delay 0` (its fastest mode), `--horizon`
+  the largest tick (replay's default stops at twice the last arrival, which leaves an
+  overloaded trace's queue unserved; cbaudit serves every request);
 * `vidur-<scheduler>` (`--vidur` checkout with its own `.venv`): `python -m vidur.main` with
   the trace-replay generator on the same rows, batch cap 256, block 16, 26,312 blocks, chunk
   2048 (sarathi), no plots or traces; one untimed warm-up run first (predictor cache).
@@ -224,6 +226,7 @@ def blis_tool(binary: Path, data: Path, prefix: Path) -> Tool:
         "--max-num-batched-tokens", str(TOKEN_BUDGET), "--max-num-seqs", str(SEQ_BUDGET),
         "--block-size-in-tokens", str(BLOCK), "--total-kv-blocks", str(BLOCKS),
         "--cache-signal-delay", "0",
+        "--horizon", str(2**63 - 1),  # serve every request, as cbaudit does
         "--defaults-filepath", str(data / "defaults.yaml"),
         "--model-config-folder", str(data / BLIS_MODEL_DIR),
         "--hardware-config", str(data / "hardware_config.json"),
