@@ -183,8 +183,8 @@ LONG_SEEDS = range(4)
 @pytest.mark.parametrize("policy_id", POLICY_IDS)
 @pytest.mark.parametrize("cost", ["unit", "roofline"])
 def test_fast_path_equals_per_iteration_path_on_long_runs(policy_id: str, cost: str) -> None:
-    """The same comparison on longer workloads (`_long_workload`): stretches of hundreds of
-    iterations, chunked prompts of thousands of tokens, pools that run short mid-stretch."""
+    """The same comparison on longer workloads (`_long_workload`: what they reach is held by
+    `test_long_workloads_reach_long_stretches_chunks_and_preemption`)."""
     unit = "tick" if cost == "unit" else "ms"
     taken = 0
     for seed in LONG_SEEDS:
@@ -196,6 +196,33 @@ def test_fast_path_equals_per_iteration_path_on_long_runs(policy_id: str, cost: 
         taken += fast.stretch_iterations
     policy = POLICIES.create(policy_id, OPTIONS.get(policy_id, {}))
     assert (taken > 0) is callable(getattr(policy, "decode_stretch", None))
+
+
+def test_long_workloads_reach_long_stretches_chunks_and_preemption(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`_long_workload`'s seeds give vllm-v1 what the short ones rarely do: decode stretches
+    of hundreds of iterations, chunk stretches beside decodes, and a pool short enough to
+    preempt."""
+    import cbaudit.sim.stretch as stretch
+
+    longest = chunk_stretches = preemptions = 0
+    real_apply = stretch._apply
+
+    def apply(engine: Engine, k: int, times: Any, free: Any, partial: Any, width: int) -> None:
+        nonlocal longest, chunk_stretches
+        longest = max(longest, k)
+        chunk_stretches += partial is not None
+        real_apply(engine, k, times, free, partial, width)
+
+    monkeypatch.setattr(stretch, "_apply", apply)
+    for seed in LONG_SEEDS:
+        wl = _long_workload(seed, "ms")
+        run = _run(wl, POLICIES.create("vllm-v1", {}), _cost("roofline"), stretches=True)
+        preemptions += sum(r.preemptions for r in run.report().requests)
+    assert longest >= 200
+    assert chunk_stretches > 0
+    assert preemptions > 0
 
 
 def test_vllm_v1_priority_and_max_model_len_equal_per_iteration() -> None:
