@@ -597,6 +597,10 @@ def write_atomically(path: Path, text: str) -> None:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
+            # mkstemp's 0600 is not the output's mode: the replaced file's, else open()'s
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~umask)
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):

@@ -25,9 +25,7 @@ def atomic_write(path: Path | str, text: str | bytes) -> None:
         data = text.encode("utf-8") if isinstance(text, str) else text
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        # mkstemp creates 0600; give the file the mode a plain open() would (or keep the
-        # mode of the file being replaced).
-        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
+        os.chmod(tmp, new_file_mode(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -49,12 +47,19 @@ def atomic_stream(path: Path | str) -> Iterator[IO[bytes]]:
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
-        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
+        os.chmod(tmp, new_file_mode(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def new_file_mode(path: Path) -> int:
+    """The mode for a file about to replace `path`: the replaced file's, else the one a plain
+    open() would give under the process umask. `mkstemp` creates its file 0600; a temporary
+    file renamed into place keeps that mode unless it is set from this."""
+    return path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
 
 
 def _umask() -> int:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cbaudit.contract.workload_records import Queue
+from cbaudit.io.atomic import new_file_mode
 from cbaudit.model import CheckResult, EvidenceClass, Finding, InputError, Location, UsageError
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.engine import Engine, InitialView, ReplayRun, TraceSink, Validation
@@ -370,6 +371,7 @@ def trace_file(path: Path) -> Iterator[JsonlTrace]:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             yield JsonlTrace(fh)
+        os.chmod(tmp, new_file_mode(path))  # (mkstemp's 0600 is not the output's mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

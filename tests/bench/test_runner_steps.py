@@ -148,3 +148,28 @@ def test_run_notes_on_cpu_with_flex_fault_and_stop(no_stop: None) -> None:
         "deliberate packing defect injected: row_swap",
         "run stopped early by a signal; unmeasured points are skipped",
     ]
+
+
+@pytest.mark.parametrize("without_cbaudit_io", [False, True])
+def test_results_file_gets_the_mode_a_plain_open_would(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, without_cbaudit_io: bool
+) -> None:
+    """`write_atomically` (with cbaudit.io, and its fallback on a bare GPU machine without
+    it) renames a 0600 temporary file into place: the results file gets open()'s mode under
+    the umask, or keeps the mode of the file it replaces."""
+    import os
+    import sys
+
+    if without_cbaudit_io:  # `import cbaudit.io.atomic` raises ImportError
+        monkeypatch.setitem(sys.modules, "cbaudit.io.atomic", None)
+    path = tmp_path / "results.json"
+    old = os.umask(0o022)
+    try:
+        runner.write_atomically(path, "{}")
+        assert path.stat().st_mode & 0o777 == 0o644
+        path.chmod(0o640)
+        runner.write_atomically(path, "{}\n")
+        assert path.stat().st_mode & 0o777 == 0o640
+        assert path.read_text() == "{}\n"
+    finally:
+        os.umask(old)

@@ -114,6 +114,27 @@ def test_cli_bad_workload_exit_two_and_no_trace(cli: Any, tmp_path: Path) -> Non
     assert not trace.exists() and list(tmp_path.iterdir()) == [bad]
 
 
+def test_trace_out_gets_the_mode_a_plain_open_would(cli: Any, tmp_path: Path) -> None:
+    """The trace is streamed to a temporary file (created 0600) and renamed into place: it
+    gets the mode open() would give under the umask, or keeps the mode of the file it
+    replaces, as the JSON report does."""
+    import os
+
+    workload = BUNDLE / "lesson" / "four-slot.workload.yaml"
+    trace, report = tmp_path / "t.jsonl", tmp_path / "r.json"
+    old = os.umask(0o022)
+    try:
+        r = cli("replay", workload, "--policy", "orca", "--trace-out", trace, "-o", report)
+        assert r.code == 0, r.err
+        assert trace.stat().st_mode & 0o777 == 0o644
+        assert report.stat().st_mode & 0o777 == 0o644
+        trace.chmod(0o640)
+        assert cli("replay", workload, "--policy", "orca", "--trace-out", trace).code == 0
+        assert trace.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)
+
+
 def test_trace_out_is_accepted_by_validate_plan(cli: Any, tmp_path: Path) -> None:
     """The --trace-out JSONL passes `validate-plan --trace`."""
     trace = tmp_path / "t.jsonl"
