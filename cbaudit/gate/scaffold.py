@@ -169,7 +169,9 @@ def write_bundle(parent: Path, name: str, files: Mapping[str, str]) -> Path:
             path = staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        os.chmod(staging, 0o755)
+        umask = os.umask(0)  # mkdtemp makes 0700; the folder gets mkdir()'s mode under the umask
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)
         if target.is_dir():
             target.rmdir()  # empty: checked above
         os.rename(staging, target)

@@ -94,3 +94,19 @@ def test_names_follow_the_bundle_schema() -> None:
     assert "bundle: a.b-c_1" in bundle_files("a.b-c_1")["bundle.yaml"]
     with pytest.raises(InputError):
         write_bundle(Path("/no/such/parent"), "x", {})
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o755), (0o077, 0o700)])
+def test_the_new_folder_gets_mkdirs_mode_under_the_umask(
+    tmp_path: Path, umask: int, mode: int
+) -> None:
+    """The bundle is staged in a mkdtemp folder (0700) and renamed into place: it gets the mode
+    mkdir() would give, so a private umask keeps it private."""
+    import os
+
+    old = os.umask(umask)
+    try:
+        target = write_bundle(tmp_path, "mine", {"a.txt": "x"})
+    finally:
+        os.umask(old)
+    assert target.stat().st_mode & 0o777 == mode
