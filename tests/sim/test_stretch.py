@@ -33,6 +33,25 @@ from cbaudit.sim.workload import Workload, workload_from_data
 ROOFLINE = {"hardware": "nvidia-h100-sxm", "model": "llama-3-8b-gqa-fp16", "mfu": 0.7}
 
 
+def _generated(
+    workload_id: str,
+    unit: str,
+    budgets: dict[str, Any],
+    reqs: list[dict[str, Any]],
+    hidden: dict[str, int],
+) -> Workload:
+    """A generated workload's document: its requests, budgets and hidden output lengths."""
+    data: dict[str, Any] = {
+        "schema_version": 1,
+        "workload_id": workload_id,
+        "clock": {"unit": unit},
+        "budgets": budgets,
+        "requests": reqs,
+        "fixture_only_hidden_truth": {"realized_output_tokens": hidden},
+    }
+    return workload_from_data(data, "generated.yaml")
+
+
 def _workload(seed: int, unit: str) -> Workload:
     """A random workload: bursts of arrivals, long prompts, short and long outputs, priorities,
     sometimes a tiny K/V pool (preemption) or a long-prefill threshold."""
@@ -68,15 +87,7 @@ def _workload(seed: int, unit: str) -> Workload:
         budgets["kv_total_blocks"] = need + rnd.choice([0, 2, 8, 1000])
     if rnd.random() < 0.3:
         budgets["long_prefill_token_threshold"] = rnd.choice([4, 16])
-    data: dict[str, Any] = {
-        "schema_version": 1,
-        "workload_id": f"gen-{seed}",
-        "clock": {"unit": unit},
-        "budgets": budgets,
-        "requests": reqs,
-        "fixture_only_hidden_truth": {"realized_output_tokens": hidden},
-    }
-    return workload_from_data(data, "generated.yaml")
+    return _generated(f"gen-{seed}", unit, budgets, reqs, hidden)
 
 
 def _long_workload(seed: int, unit: str) -> Workload:
@@ -112,15 +123,7 @@ def _long_workload(seed: int, unit: str) -> Workload:
         budgets["kv_total_blocks"] = need + rnd.choice([0, 2, 8, 50, 100_000])
     if rnd.random() < 0.3:
         budgets["long_prefill_token_threshold"] = rnd.choice([4, 16, 512])
-    data: dict[str, Any] = {
-        "schema_version": 1,
-        "workload_id": f"long-{seed}",
-        "clock": {"unit": unit},
-        "budgets": budgets,
-        "requests": reqs,
-        "fixture_only_hidden_truth": {"realized_output_tokens": hidden},
-    }
-    return workload_from_data(data, "generated.yaml")
+    return _generated(f"long-{seed}", unit, budgets, reqs, hidden)
 
 
 def _run(wl: Workload, policy: Any, cost: Any, *, stretches: bool, **kw: Any) -> Engine:
