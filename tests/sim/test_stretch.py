@@ -132,6 +132,19 @@ def _run(wl: Workload, policy: Any, cost: Any, *, stretches: bool, **kw: Any) ->
     return engine
 
 
+def _alike_on_both_paths(wl: Workload, make: Any, at: int, seed: int) -> bool:
+    """Run the mutant `make(at)` builds (deviating from cut `at` on) on both paths: the same
+    findings (code, iteration, message, in order) and the same canonical report. Whether the
+    per-iteration path found anything."""
+    where = (seed, at)
+    slow = _run(wl, make(at), _cost("roofline"), stretches=False)
+    fast = _run(wl, make(at), _cost("roofline"), stretches=True)
+    got = [(f.code, f.iteration, f.message) for f in fast.findings]
+    assert got == [(f.code, f.iteration, f.message) for f in slow.findings], where
+    assert _canonical(fast.report()) == _canonical(slow.report()), where
+    return bool(slow.findings)
+
+
 def _canonical(run: ReplayRun) -> str:
     report = summarize(run)
     report["findings"] = [(f.code, f.message, f.iteration, f.record) for f in run.findings]
@@ -353,12 +366,7 @@ def test_a_mutant_is_caught_by_both_paths_at_the_same_iteration(bug: str) -> Non
     for seed in range(8):
         wl = _workload(seed, "ms")
         for at in (5, 23, 61):
-            slow = _run(wl, _Mutant(bug, at), _cost("roofline"), stretches=False)
-            fast = _run(wl, _Mutant(bug, at), _cost("roofline"), stretches=True)
-            got = [(f.code, f.iteration, f.message) for f in fast.findings]
-            assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
-            assert _canonical(fast.report()) == _canonical(slow.report())
-            caught += bool(slow.findings)
+            caught += _alike_on_both_paths(wl, lambda at: _Mutant(bug, at), at, seed)
     assert caught > 0
 
 
@@ -378,12 +386,7 @@ def test_a_mutant_is_caught_at_the_same_iteration_on_long_runs(bug: str) -> None
                 lambda at: _Mutant(bug, at, {"scheduling": "priority"}),
                 lambda at: _SarathiMutant(bug, at),
             ):
-                slow = _run(wl, make(at), _cost("roofline"), stretches=False)
-                fast = _run(wl, make(at), _cost("roofline"), stretches=True)
-                got = [(f.code, f.iteration, f.message) for f in fast.findings]
-                assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
-                assert _canonical(fast.report()) == _canonical(slow.report()), (seed, at)
-                caught += bool(slow.findings)
+                caught += _alike_on_both_paths(wl, make, at, seed)
     assert caught > 0
 
 
@@ -455,12 +458,7 @@ def test_a_mutant_inside_a_chunk_stretch_is_caught_at_the_same_iteration(
         wl = _workload(seed, "ms")
         spans = _chunk_stretches(wl, options, monkeypatch, policy_id)[:2]
         for at in sorted({first + d for first, k, _ in spans for d in (0, 1, k - 1)}):
-            slow = _run(wl, mutant(at), _cost("roofline"), stretches=False)
-            fast = _run(wl, mutant(at), _cost("roofline"), stretches=True)
-            got = [(f.code, f.iteration, f.message) for f in fast.findings]
-            assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
-            assert _canonical(fast.report()) == _canonical(slow.report()), (seed, at)
-            caught += bool(slow.findings)
+            caught += _alike_on_both_paths(wl, mutant, at, seed)
             tried += 1
     assert tried > 0
     # a narrower chunk is legal; in FCFS order no waiting request ranks ahead of the running
@@ -583,12 +581,7 @@ def test_a_mutant_right_after_a_finish_is_caught_at_the_same_iteration(bug: str)
         wl = _workload(seed, "ms")
         points = sorted(set(_finish_points(wl, "vllm-v1", "roofline", prompts=True)))
         for at in sorted({p + d for p in points[:6] for d in (0, 1, 2)}):
-            slow = _run(wl, _Mutant(bug, at), _cost("roofline"), stretches=False)
-            fast = _run(wl, _Mutant(bug, at), _cost("roofline"), stretches=True)
-            got = [(f.code, f.iteration, f.message) for f in fast.findings]
-            assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
-            assert _canonical(fast.report()) == _canonical(slow.report())
-            caught += bool(slow.findings)
+            caught += _alike_on_both_paths(wl, lambda at: _Mutant(bug, at), at, seed)
     assert caught > 0
 
 
@@ -739,11 +732,6 @@ def test_a_policy_that_offers_itself_a_block_is_caught_at_the_same_iteration(
         wl = _workload(seed, "ms")
         spans = _chunk_stretches(wl, options, monkeypatch)[:2]
         for at in sorted({first + d for first, k, _ in spans for d in (0, 1, k - 1)} | {5, 23}):
-            slow = _run(wl, _SelfOffer(at, options), _cost("roofline"), stretches=False)
-            fast = _run(wl, _SelfOffer(at, options), _cost("roofline"), stretches=True)
-            got = [(f.code, f.iteration, f.message) for f in fast.findings]
-            assert got == [(f.code, f.iteration, f.message) for f in slow.findings], (seed, at)
-            assert _canonical(fast.report()) == _canonical(slow.report()), (seed, at)
-            caught += bool(slow.findings)
+            caught += _alike_on_both_paths(wl, lambda at: _SelfOffer(at, options), at, seed)
             tried += 1
     assert tried > 20 and caught > 0, (tried, caught)
