@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/replay_speed.py [--trace FILE]... [--rounds 5]
         [--reference] [--limit N] [--blis BIN [--blis-data DIR]] [--vidur DIR]
-        [--vidur-scheduler sarathi|vllm] [--rss-ratio N] [--python PY]...
+        [--vidur-scheduler sarathi|vllm] [--rss-ratio N] [--python PY]... [--mypyc]
 
 Configuration (printed before the figures): vLLM-shaped scheduling (`vllm-v1`), token budget
 2048 (`max_num_batched_tokens`), 256 sequences (`max_num_seqs`), K/V block 16, 26,312 blocks,
@@ -25,6 +25,12 @@ parse, replay, metrics, report written):
   part of the configuration (a CPython built without profile-guided optimisation runs the
   same replay measurably slower), so every interpreter's version, path and the optimisation
   flags its `configure` was given are printed;
+* `cbaudit-mypyc` (`--mypyc`): the same command on a copy of this checkout whose hot modules
+  (`MYPYC_MODULES`: engine, stretches, live contract, plan builder, vllm-v1...) are compiled with
+  mypyc (mypy's compiler, a dev dependency; a C compiler and the Python headers needed), before
+  the rounds and untimed; its report is checked byte for byte against cbaudit's. A measurement
+  of what a compiled build would give on this host, not the build that `pip install` ships
+  (pure Python: docs/replay.md, "A compiled build");
 * `blis` (`--blis` binary, built outside the repository; `--blis-data` its checkout with
   `defaults.yaml`, `model_configs/`, `hardware_config.json`): `blis replay` on the same rows
   converted to its TraceV2 pair (outside the timing), roofline `llama-3.1-8b-instruct` (same
@@ -142,18 +148,21 @@ class Tool:
     argv: list[str]
     cwd: Path | None
     finished: Callable[[str], int]  # the run's stdout+stderr -> requests completed
+    env: dict[str, str] | None = None  # the child's environment (None: this one's)
     walls: list[float] = field(default_factory=list)
     rss_kib: list[int] = field(default_factory=list)
     cpus: list[float] = field(default_factory=list)  # user + system CPU seconds
     extra: dict[str, str] = field(default_factory=dict)
 
 
-def run_child(argv: list[str], cwd: Path | None) -> tuple[float, int, int, float, str]:
+def run_child(
+    argv: list[str], cwd: Path | None, env: dict[str, str] | None = None
+) -> tuple[float, int, int, float, str]:
     """(wall s, exit code, peak RSS KiB, CPU s, stdout+stderr) of one child process (CPU:
     user + system time of all its threads, and of any children it waited for)."""
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         out.seek(0)
@@ -175,6 +184,62 @@ def compile_package() -> str:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(pkg)], env=env, check=True)
     return f"compiled {pkg} (untimed, as pip install does)"
+
+
+#: The modules `--mypyc` compiles: where a replay spends its time (the engine's loop and its
+#: stretches, the live contract checks and the request they read, the plan builder, the
+#: vllm-v1 policy, the request table and the metrics). Left interpreted: `sim/series` (its
+#: compiled C arrays fail at run time), `sim/cost_models` (a runtime-checkable Protocol fails
+#: compiled), `sim/importers` (did not compile) and `sim/workload`: compiled, its `Sequence`
+#: subclass `TraceRequests` shares `Sequence`'s ABC registry, so `isinstance(t, TraceRequests)`
+#: holds for any tuple and every generator or manifest workload stops with an internal error.
+MYPYC_MODULES = (
+    "cbaudit/sim/engine.py",
+    "cbaudit/sim/stretch.py",
+    "cbaudit/contract/live.py",
+    "cbaudit/contract/live_request.py",
+    "cbaudit/policies/base.py",
+    "cbaudit/policies/vllm_v1.py",
+    "cbaudit/policies/vllm_v1_rules.py",
+    "cbaudit/sim/request_table.py",
+    "cbaudit/sim/metrics.py",
+)
+
+_MYPYC_SETUP = """\
+from setuptools import setup
+from mypyc.build import mypycify
+
+setup(name="cbaudit-mypyc-measurement", packages=[], py_modules=[],
+      ext_modules=mypycify({modules!r}, opt_level="3"))
+"""
+
+
+def mypyc_build(work: Path) -> tuple[Path | None, str]:
+    """A copy of this checkout's package (and the schemas and registry it reads beside it,
+    and the mypy settings) with `MYPYC_MODULES` compiled in place by mypyc, untimed: (the
+    folder to put first on PYTHONPATH, what was built), or (None, why not)."""
+    root = work / "mypyc"
+    skip = shutil.ignore_patterns("__pycache__", "*.so", "*.pyc")
+    for name in ("cbaudit", "schemas", "registry"):
+        shutil.copytree(REPO / name, root / name, ignore=skip)
+    shutil.copy2(REPO / "pyproject.toml", root)  # (mypy's settings)
+    (root / "setup.py").write_text(_MYPYC_SETUP.format(modules=list(MYPYC_MODULES)))
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace"],
+        cwd=root, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    took = time.perf_counter() - t0
+    if done.returncode != 0:
+        tail = (done.stdout + done.stderr)[-3000:]
+        return None, f"mypyc build failed (exit {done.returncode}):\n{tail}"
+    import mypy.version
+
+    names = ", ".join(m.removeprefix("cbaudit/").removesuffix(".py") for m in MYPYC_MODULES)
+    return root, (
+        f"mypy {mypy.version.__version__} (mypyc, opt_level 3) compiled {names}"
+        f" in {took:.0f} s (untimed)"
+    )
 
 
 def python_build(python: str) -> str:
@@ -305,7 +370,7 @@ def run_rounds(tools: list[Tool], rounds: int, n_of: dict[str, int]) -> bool:
     for k in range(rounds):
         print(f"  round {k + 1} ({load()})", flush=True)
         for tool in tools:
-            wall, rc, rss, cpu, text = run_child(tool.argv, tool.cwd)
+            wall, rc, rss, cpu, text = run_child(tool.argv, tool.cwd, tool.env)
             done = tool.finished(text) if rc == 0 else -1
             n = n_of[tool.name]
             if rc != 0 or done != n:
@@ -339,8 +404,13 @@ def main() -> int:
         default=[],
         help="also time cbaudit under this interpreter (cbaudit installed there; repeatable)",
     )
+    ap.add_argument(
+        "--mypyc",
+        action="store_true",
+        help="also time a copy with the hot modules compiled by mypyc (not the shipped build)",
+    )
     args = ap.parse_args()
-    traces = args.trace or [DEFAULT_TRACE]
+    traces = [t.resolve() for t in args.trace or [DEFAULT_TRACE]]
     cmd = shlex.split(args.cbaudit) if args.cbaudit else [sys.executable, "-m", "cbaudit"]
     blis_data = args.blis_data
     if args.blis and blis_data is None:
@@ -365,6 +435,24 @@ def main() -> int:
         version = build.split()[1] if " " in build else py
         print(f"python (cbaudit@{version}): {build}")
         others.append((f"cbaudit@{version}", [py, "-m", "cbaudit"]))
+    scratch = tempfile.TemporaryDirectory(prefix="replay-speed-mypyc-")
+    # a tool run from its own folder with its own environment (`python -m` puts the working
+    # folder first on sys.path: the compiled copy must be the cbaudit found there)
+    placed: dict[str, tuple[Path, dict[str, str]]] = {}
+    if args.mypyc:
+        if args.cbaudit:
+            sys.exit("--mypyc compiles this checkout's package: not with --cbaudit")
+        built, what = mypyc_build(Path(scratch.name))
+        print(f"mypyc: {what}")
+        if built is None:
+            return 1
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(built), env.get("PYTHONPATH")]))
+        compiled = [sys.executable, "-m", "compileall", "-q", str(built / "cbaudit")]
+        subprocess.run(compiled, env=env, check=True)
+        others.append(("cbaudit-mypyc", [sys.executable, "-m", "cbaudit"]))
+        placed["cbaudit-mypyc"] = (built, env)
+    names_of_others = {name for name, _ in others}
     for trace in traces:
         head, raw, rows = read_trace(trace, args.limit)
         n = len(rows)
@@ -380,6 +468,8 @@ def main() -> int:
                 tools.append(ref)
             for name, other in others:
                 tools.append(cbaudit_tool(other, src, work / f"{name}.json", name))
+                if name in placed:
+                    tools[-1].cwd, tools[-1].env = placed[name]
             n_of = dict.fromkeys((t.name for t in tools), n)
             if args.rss_ratio:
                 small = work / f"first{args.rss_ratio}.csv"
@@ -420,13 +510,13 @@ def main() -> int:
             for tool in tools:
                 print(summary(tool, n_of[tool.name]))
             cb = tools[0]
-            mine = [cb] + [t for t in tools if t.name.startswith("cbaudit@")]
+            mine = [cb] + [t for t in tools if t.name in names_of_others]
             for peer in tools[1:]:
-                if peer.name.startswith("cbaudit-") and peer.name != "cbaudit-ref":
+                if args.rss_ratio and peer.name == f"cbaudit-{args.rss_ratio}":
                     ratio = max(cb.rss_kib) / max(peer.rss_kib)
                     print(f"  peak RSS whole / first {args.rss_ratio} rows: x{ratio:.2f}")
                     continue
-                if peer.name.startswith("cbaudit@"):
+                if peer.name in names_of_others:
                     continue
                 for me in mine:
                     med = statistics.median(me.walls) / statistics.median(peer.walls)
@@ -436,6 +526,7 @@ def main() -> int:
                         f" x{lo:.2f} (min); requests/s x{1 / med:.2f} (median)"
                     )
     print(f"\n{load()}")
+    scratch.cleanup()
     return 0
 
 
