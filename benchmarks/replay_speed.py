@@ -237,8 +237,8 @@ def mypyc_build(work: Path) -> tuple[Path | None, str]:
 
     names = ", ".join(m.removeprefix("cbaudit/").removesuffix(".py") for m in MYPYC_MODULES)
     return root, (
-        f"mypy {mypy.version.__version__} (mypyc, opt_level 3) compiled {names}"
-        f" in {took:.0f} s (untimed)"
+        f"mypy {mypy.version.__version__} (mypyc, opt_level 3) compiled {names} of a copy of"
+        f" {REPO / 'cbaudit'} in {took:.0f} s (untimed)"
     )
 
 
