@@ -181,9 +181,17 @@ def compile_package() -> str:
     if spec is None or spec.origin is None:
         return "cbaudit not importable here (not compiled)"
     pkg = Path(spec.origin).parent
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(pkg)], env=env, check=True)
+    compile_bytecode(pkg, bytecode_env())
     return f"compiled {pkg} (untimed, as pip install does)"
+
+
+def bytecode_env() -> dict[str, str]:
+    """This environment, with bytecode written (PYTHONDONTWRITEBYTECODE dropped)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def compile_bytecode(pkg: Path, env: dict[str, str]) -> None:
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(pkg)], env=env, check=True)
 
 
 #: The modules `--mypyc` compiles: where a replay spends its time (the engine's loop and its
@@ -435,21 +443,21 @@ def main() -> int:
         version = build.split()[1] if " " in build else py
         print(f"python (cbaudit@{version}): {build}")
         others.append((f"cbaudit@{version}", [py, "-m", "cbaudit"]))
-    scratch = tempfile.TemporaryDirectory(prefix="replay-speed-mypyc-")
     # a tool run from its own folder with its own environment (`python -m` puts the working
     # folder first on sys.path: the compiled copy must be the cbaudit found there)
     placed: dict[str, tuple[Path, dict[str, str]]] = {}
+    scratch = None
     if args.mypyc:
         if args.cbaudit:
             sys.exit("--mypyc compiles this checkout's package: not with --cbaudit")
+        scratch = tempfile.TemporaryDirectory(prefix="replay-speed-mypyc-")
         built, what = mypyc_build(Path(scratch.name))
         print(f"mypyc: {what}")
         if built is None:
             return 1
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env = bytecode_env()
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(built), env.get("PYTHONPATH")]))
-        compiled = [sys.executable, "-m", "compileall", "-q", str(built / "cbaudit")]
-        subprocess.run(compiled, env=env, check=True)
+        compile_bytecode(built / "cbaudit", env)
         others.append(("cbaudit-mypyc", [sys.executable, "-m", "cbaudit"]))
         placed["cbaudit-mypyc"] = (built, env)
     names_of_others = {name for name, _ in others}
@@ -526,7 +534,8 @@ def main() -> int:
                         f" x{lo:.2f} (min); requests/s x{1 / med:.2f} (median)"
                     )
     print(f"\n{load()}")
-    scratch.cleanup()
+    if scratch is not None:
+        scratch.cleanup()
     return 0
 
 
