@@ -134,7 +134,7 @@ def load_replay_workload(
 ) -> tuple[Workload, WorkloadSource]:
     """Any workload input `load_workload` takes, with its identity for the coordinates.
 
-    A manifest is parsed once here; a trace CSV and a generator spec (drawn with `seed`, by
+    A manifest is parsed once here; a request trace and a generator spec (drawn with `seed`, by
     default the spec's own) are expanded by `cbaudit.sim.workload.load_workload`.
     """
     name = display if display is not None else str(path)

@@ -4,8 +4,9 @@
 
 * a manifest file (schema `workload-manifest`): validated and built as is;
 * a generator spec (schema `workload-generator`, `kind: workload-generator`): generated;
-* a CSV request trace (Splitwise/Vidur or Azure columns): imported with default policy and
-  budgets (pass `policy=` / `budgets=` to override, or wrap the trace in a generator spec).
+* a request trace (`.csv` with Splitwise/Vidur, Azure or BurstGPT columns, or Mooncake's
+  `.jsonl`): imported with default policy and budgets (pass `policy=` / `budgets=` to
+  override, or wrap the trace in a generator spec).
 
 `generate(spec, seed)` turns a generator spec into a manifest. Randomness is one
 `random.Random` per purpose (arrivals, clients, prompt lengths, output lengths), each seeded
@@ -483,7 +484,7 @@ def import_trace_json(
     id_prefix: str | None = None,
     display: str | None = None,
 ) -> dict[str, Any]:
-    """A manifest (JSON-ready) from a CSV trace, streamed row by row."""
+    """A manifest (JSON-ready) from a request trace, streamed row by row."""
     name = display if display is not None else str(path)
     if max_output_tokens is not None and (
         isinstance(max_output_tokens, bool) or max_output_tokens < 1
@@ -519,7 +520,7 @@ def import_trace_json(
 
 
 def import_trace(path: str | Path, **options: Any) -> WorkloadManifest:
-    """A `WorkloadManifest` from a CSV trace (see `import_trace_json` for the options)."""
+    """A `WorkloadManifest` from a request trace (see `import_trace_json` for the options)."""
     data = import_trace_json(path, **options)
     return _manifest(data, SpecSource(file=str(path)))
 
@@ -579,7 +580,7 @@ def load_workload(
     display: str | None = None,
     **trace_options: Any,
 ) -> WorkloadManifest:
-    """A manifest file, a generator spec or a CSV trace, as a `WorkloadManifest`.
+    """A manifest file, a generator spec or a request trace, as a `WorkloadManifest`.
 
     `seed` overrides a generator spec's seed; `trace_options` (`fmt`, `max_output_tokens`,
     `policy`, `budgets`, `workload_id`, `limit`, `time_scale`, `id_prefix`) apply to CSV input.
