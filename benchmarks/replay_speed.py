@@ -8,9 +8,9 @@ Configuration (printed before the figures): vLLM-shaped scheduling (`vllm-v1`), 
 2048 (`max_num_batched_tokens`), 256 sequences (`max_num_seqs`), K/V block 16, 26,312 blocks,
 roofline Llama-3-8B on an H100 (`mfu=0.7`, `mbu` the profile's 1.0), contract validation on,
 the default report (summaries) written to a file. Default trace: the Splitwise code trace
-(`../shared/traces/splitwise_code.csv`, 8,819 requests); `--trace` takes any Splitwise/Vidur
-(`arrived_at,num_prefill_tokens,num_decode_tokens`) or Azure (`TIMESTAMP,ContextTokens,
-GeneratedTokens`) CSV, repeatable.
+(`../shared/traces/splitwise_code.csv`, 8,819 requests); `--trace` takes any trace cbaudit
+reads (Splitwise/Vidur, Azure 2023 and 2024, BurstGPT CSV, Mooncake JSON Lines:
+docs/workloads.md), repeatable; the peers get the rows cbaudit's importer reads from it.
 
 Tools, each timed as a whole process, start to exit (interpreter start-up, imports, trace
 parse, replay, metrics, report written):
@@ -56,7 +56,6 @@ against its first 2,000 rows). Nothing of the peers is part of this repository.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import re
@@ -69,7 +68,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -85,33 +84,36 @@ VIDUR_LOOP = re.compile(r"(\d\d:\d\d:\d\d) simulator\.py:\d+\] (Starting|Simulat
 Rows = list[tuple[Decimal, int, int]]
 
 
-def read_trace(path: Path, limit: int | None = None) -> tuple[list[str], list[list[str]], Rows]:
-    """The CSV's header and raw rows, and (arrival s from the first row, prompt, output)."""
-    with path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        head = [h.strip() for h in next(reader)]
-        raw = [r for r in reader if r][:limit]
-    if head[:3] == ["arrived_at", "num_prefill_tokens", "num_decode_tokens"]:
-        rows = [(Decimal(r[0]), int(r[1]), int(r[2])) for r in raw]
-    elif head[:3] == ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]:
+def read_trace(path: Path, limit: int | None = None) -> Rows:
+    """(arrival s after the first row, prompt, output) of every request cbaudit reads from the
+    trace, through cbaudit's own importer: any format it reads (Splitwise/Vidur, Azure 2023 and
+    2024, BurstGPT, Mooncake JSON Lines), and the very rows the peers are then given."""
+    from cbaudit.model import InputError
+    from cbaudit.sim.importers import iter_trace_rows
 
-        def seconds(t: str) -> Decimal:
-            stamp, _, frac = t.strip().partition(".")
-            base = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
-            return Decimal(int(base.timestamp())) + (Decimal("0." + frac) if frac else 0)
-
-        rows = [(seconds(r[0]), int(r[1]), int(r[2])) for r in raw]
-    else:
-        sys.exit(f"{path}: unknown trace header {head!r}")
+    try:
+        rows = [
+            (r.arrival_ms / 1000, r.prompt_tokens, r.output_tokens)
+            for r in iter_trace_rows(path, limit=limit)
+        ]
+    except InputError as err:
+        sys.exit(f"cbaudit refuses the trace, so it cannot be compared: {err}")
     t0 = rows[0][0]
-    return head, raw, [(t - t0, p, d) for t, p, d in rows]
+    return [(t - t0, p, d) for t, p, d in rows]
 
 
-def write_prefix(head: list[str], raw: list[list[str]], path: Path) -> None:
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(head)
-        w.writerows(raw)
+def write_prefix(src: Path, n: int, dst: Path) -> None:
+    """The trace's first n requests as a trace of its own: a CSV's header and its first n
+    data lines, or a JSON Lines file's first n lines (blank lines are not requests)."""
+    with src.open(encoding="utf-8", newline="") as fh, dst.open("w", encoding="utf-8") as out:
+        if src.suffix.lower() != ".jsonl":
+            out.write(fh.readline())
+        for line in fh:
+            if n <= 0:
+                break
+            if line.strip():
+                out.write(line if line.endswith("\n") else line + "\n")
+                n -= 1
 
 
 BLIS_COLUMNS = (
@@ -462,14 +464,14 @@ def main() -> int:
         placed["cbaudit-mypyc"] = (built, env)
     names_of_others = {name for name, _ in others}
     for trace in traces:
-        head, raw, rows = read_trace(trace, args.limit)
+        rows = read_trace(trace, args.limit)
         n = len(rows)
         with tempfile.TemporaryDirectory(prefix="replay-speed-") as tmp:
             work = Path(tmp)
             src = trace
             if args.limit:
                 src = work / trace.name
-                write_prefix(head, raw, src)
+                write_prefix(trace, args.limit, src)
             tools = [cbaudit_tool(cmd, src, work / "fast.json", "cbaudit")]
             if args.reference:
                 ref = cbaudit_tool(cmd, src, work / "ref.json", "cbaudit-ref", "--per-iteration")
@@ -480,8 +482,8 @@ def main() -> int:
                     tools[-1].cwd, tools[-1].env = placed[name]
             n_of = dict.fromkeys((t.name for t in tools), n)
             if args.rss_ratio:
-                small = work / f"first{args.rss_ratio}.csv"
-                write_prefix(head, raw[: args.rss_ratio], small)
+                small = work / f"first{args.rss_ratio}{trace.suffix}"
+                write_prefix(trace, args.rss_ratio, small)
                 name = f"cbaudit-{args.rss_ratio}"
                 tools.append(cbaudit_tool(cmd, small, work / "small.json", name))
                 n_of[name] = min(args.rss_ratio, n)

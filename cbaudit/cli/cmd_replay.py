@@ -56,7 +56,9 @@ def _list_policies(value: bool) -> None:
 
 def replay(
     workload: Path = typer.Argument(
-        ..., help="WorkloadManifest or workload-generator spec (JSON or YAML)."
+        ...,
+        help="WorkloadManifest or workload-generator spec (JSON or YAML), or a request trace"
+        " (.csv: Splitwise/Vidur, Azure, BurstGPT; .jsonl: Mooncake).",
     ),
     policy: str = typer.Option(..., "--policy", "-p", help="Policy id (see --list-policies)."),
     _list: bool = typer.Option(

@@ -1,10 +1,15 @@
-"""Request-trace importers: public CSV traces streamed into workload request declarations.
+"""Request-trace importers: public request traces streamed into workload request declarations.
 
-Two public formats are recognised by their header:
+Four public formats are recognised, CSV ones by their header:
 
 * Splitwise / Vidur: `arrived_at,num_prefill_tokens,num_decode_tokens`, arrival in seconds;
-* Azure LLM inference trace: `TIMESTAMP,ContextTokens,GeneratedTokens`, timestamps as datetime
-  strings, converted to seconds after the first row.
+* Azure LLM inference trace (2023 and 2024): `TIMESTAMP,ContextTokens,GeneratedTokens`,
+  timestamps as datetime strings (naive, read as UTC, or with a zone), converted to seconds
+  after the first row;
+* BurstGPT: `Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type`, arrival
+  in seconds (`Timestamp`); a failed request is logged with 0 response tokens;
+* Mooncake (JSON Lines, `.jsonl`): one object a line with `timestamp` (milliseconds),
+  `input_length` and `output_length` (other keys, such as `hash_ids`, are not read).
 
 Each data row becomes one request: prompt = prefill/context tokens, realized output = decode/
 generated tokens (fixture-only hidden truth), arrival in milliseconds. `max_output_tokens` is a
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import json
 import re
 from array import array
 from collections.abc import Iterable, Iterator
@@ -39,6 +45,8 @@ class TraceFormat(StrEnum):
 
     SPLITWISE = "splitwise"
     AZURE = "azure"
+    BURSTGPT = "burstgpt"
+    MOONCAKE = "mooncake"  # JSON Lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +59,24 @@ class TraceColumns:
 FORMATS: dict[TraceFormat, TraceColumns] = {
     TraceFormat.SPLITWISE: TraceColumns("arrived_at", "num_prefill_tokens", "num_decode_tokens"),
     TraceFormat.AZURE: TraceColumns("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
+    TraceFormat.BURSTGPT: TraceColumns("Timestamp", "Request tokens", "Response tokens"),
+    TraceFormat.MOONCAKE: TraceColumns("timestamp", "input_length", "output_length"),
 }
+# The CSV formats, told apart by their header; a `.jsonl` trace is Mooncake's.
+CSV_FORMATS = (TraceFormat.SPLITWISE, TraceFormat.AZURE, TraceFormat.BURSTGPT)
+# A workload path with one of these suffixes is a request trace (any other: a YAML or JSON
+# manifest or generator spec).
+TRACE_SUFFIXES = (".csv", ".jsonl")
+
+
+def is_trace_path(path: str | Path) -> bool:
+    """Whether a workload path names a request trace (by its suffix)."""
+    return Path(path).suffix.lower() in TRACE_SUFFIXES
+
+
+def _jsonl(path: str | Path) -> bool:
+    return Path(path).suffix.lower() == ".jsonl"
+
 
 _MS_PER_S = Decimal(1000)
 # Used only when a bare CSV trace is loaded without a policy or budgets; documented defaults
@@ -110,7 +135,8 @@ def detect_format(header: list[str], file: str = "<trace>") -> TraceFormat:
     """The format whose columns the header holds; TRACE.MISSING_COLUMN otherwise."""
     names = {h.strip() for h in header}
     best: tuple[int, TraceFormat] | None = None
-    for fmt, cols in FORMATS.items():
+    for fmt in CSV_FORMATS:
+        cols = FORMATS[fmt]
         have = sum(c in names for c in (cols.arrival, cols.prompt, cols.output))
         if have == 3:
             return fmt
@@ -127,7 +153,8 @@ def detect_format(header: list[str], file: str = "<trace>") -> TraceFormat:
             1,
         )
     expected = "; ".join(
-        f"{fmt.value}: {c.arrival},{c.prompt},{c.output}" for fmt, c in FORMATS.items()
+        f"{fmt.value}: {c.arrival},{c.prompt},{c.output}"
+        for fmt, c in ((f, FORMATS[f]) for f in CSV_FORMATS)
     )
     raise _error(
         "TRACE.MISSING_COLUMN",
@@ -188,8 +215,27 @@ def trace_format(
     p = Path(path)
     if not p.is_file():
         raise InputError.at("TRACE.NOT_FOUND", "no such trace file", name)
+    if _jsonl(p):
+        return _declared(fmt, TraceFormat.MOONCAKE, name, "the file is JSON Lines")
     with open_input(p, name) as fh:
         return _header(next(_decoded(fh, name), ""), fmt, name)[0]
+
+
+def _declared(fmt: TraceFormat | str, detected: TraceFormat, name: str, what: str) -> TraceFormat:
+    """`fmt` (a declared format, or `auto`) checked against the one the file shows."""
+    if fmt not in ("auto", *(f.value for f in TraceFormat)):
+        known = ", ".join(("auto", *(f.value for f in TraceFormat)))
+        raise InputError.at("TRACE.OPTION.RANGE", f"unknown trace format {fmt!r} ({known})", name)
+    chosen = TraceFormat(fmt) if fmt != "auto" else detected
+    if chosen is not detected:
+        raise _error(
+            "TRACE.MISSING_COLUMN",
+            f"declared format {chosen.value} but {what}",
+            name,
+            1,
+            1,
+        )
+    return chosen
 
 
 def _header(line: str, fmt: TraceFormat | str, name: str) -> tuple[TraceFormat, list[str]]:
@@ -197,20 +243,7 @@ def _header(line: str, fmt: TraceFormat | str, name: str) -> tuple[TraceFormat, 
         raise _error("TRACE.EMPTY", "the trace has no header row", name, 1, 1)
     header = next(csv.reader([line]))
     detected = detect_format(header, name)
-    if fmt not in ("auto", *(f.value for f in TraceFormat)):
-        raise InputError.at(
-            "TRACE.OPTION.RANGE", f"unknown trace format {fmt!r} (auto, splitwise, azure)", name
-        )
-    chosen = TraceFormat(fmt) if fmt != "auto" else detected
-    if chosen is not detected:
-        raise _error(
-            "TRACE.MISSING_COLUMN",
-            f"declared format {chosen.value} but the header is {detected.value}'s",
-            name,
-            1,
-            1,
-        )
-    return chosen, header
+    return _declared(fmt, detected, name, f"the header is {detected.value}'s"), header
 
 
 def iter_trace_rows(
@@ -220,12 +253,17 @@ def iter_trace_rows(
     display: str | None = None,
     limit: int | None = None,
     time_scale: Decimal | int | float | str = 1,
+    skip_failed: bool = False,
+    skipped: list[int] | None = None,
 ) -> Iterator[TraceRow]:
-    """Stream validated rows of a trace CSV, in file order.
+    """Stream validated rows of a trace (CSV, or Mooncake's JSON Lines), in file order.
 
     Arrivals must not decrease (TRACE.UNSORTED); token counts must be integers, prompt >= 1
-    and output >= 1 (TRACE.BAD_ROW). `time_scale` multiplies every arrival (0.5 replays the
-    trace twice as fast). Azure timestamps count from the first row.
+    and output >= 1 (TRACE.BAD_ROW). `skip_failed` leaves out the rows with 0 output tokens
+    (BurstGPT logs a failed request so) instead, appending their lines to `skipped`; their
+    other fields are still checked, and `limit` counts the rows kept. `time_scale` multiplies
+    every arrival (0.5 replays the trace twice as fast). Azure timestamps count from the first
+    row.
     """
     name = display if display is not None else str(path)
     p = Path(path)
@@ -236,29 +274,50 @@ def iter_trace_rows(
         raise InputError.at("TRACE.OPTION.RANGE", f"time_scale must be > 0, got {scale}", name)
     with open_input(p, name) as fh:
         lines = _decoded(fh, name)
-        chosen, header = _header(next(lines, ""), fmt, name)
-        rows = _RowReader(name, chosen, header)
+        reader: _RowReader | _JsonlReader
+        if _jsonl(p):
+            _declared(fmt, TraceFormat.MOONCAKE, name, "the file is JSON Lines (mooncake)")
+            reader = _JsonlReader(name, skip_failed)
+            unit, first_line = _ONE, 1
+        else:
+            chosen, header = _header(next(lines, ""), fmt, name)
+            reader = _RowReader(name, chosen, header, skip_failed)
+            unit, first_line = _MS_PER_S, 2
         produced = 0
-        for line_no, raw in enumerate(lines, start=2):
+        for line_no, raw in enumerate(lines, start=first_line):
             if limit is not None and produced >= limit:
                 return
             if not raw.strip():
                 continue
-            seconds, prompt, output = rows.read(line_no, raw)
+            arrival, prompt, output = reader.read(line_no, raw)
+            if not output:  # (0 only when skip_failed)
+                if skipped is not None:
+                    skipped.append(line_no)
+                continue
             produced += 1
-            yield TraceRow(line_no, seconds * _MS_PER_S * scale, prompt, output)
+            yield TraceRow(line_no, arrival * unit * scale, prompt, output)
         if produced == 0:
-            raise _error("TRACE.EMPTY", "the trace has no data rows", name, 2)
+            raise _error("TRACE.EMPTY", "the trace has no data rows", name, first_line)
+
+
+_ONE = Decimal(1)
+_FAILED_HINT = (
+    " (BurstGPT logs a failed request with 0 response tokens: `skip_failed: true` in a"
+    " generator spec's `trace` leaves such rows out)"
+)
 
 
 class _RowReader:
     """Reads one data row at a time: its arrival (not before the previous one's) and its two
     token counts, each refused with the row's line and the field's column."""
 
-    def __init__(self, name: str, chosen: TraceFormat, header: list[str]) -> None:
+    def __init__(
+        self, name: str, chosen: TraceFormat, header: list[str], skip_failed: bool = False
+    ) -> None:
         self.name = name
         self.chosen = chosen
         self.header = header
+        self.skip_failed = skip_failed
         cols = FORMATS[chosen]
         index = {h.strip(): i for i, h in enumerate(header)}
         self.i_arr, self.i_prompt, self.i_out = (
@@ -284,7 +343,7 @@ class _RowReader:
             )
         seconds = self._arrival(line_no, fields, offsets)
         prompt = self._count(line_no, fields, offsets, self.i_prompt)
-        output = self._count(line_no, fields, offsets, self.i_out)
+        output = self._count(line_no, fields, offsets, self.i_out, self.skip_failed)
         return seconds, prompt, output
 
     def _arrival(self, line_no: int, fields: list[str], offsets: list[int]) -> Decimal:
@@ -316,19 +375,108 @@ class _RowReader:
         self.previous = seconds
         return seconds
 
-    def _count(self, line_no: int, fields: list[str], offsets: list[int], i: int) -> int:
+    def _count(
+        self, line_no: int, fields: list[str], offsets: list[int], i: int, zero: bool = False
+    ) -> int:
+        """A token count >= 1 (0 too with `zero`: a failed request's output, left out)."""
         value = fields[i].strip()
         if not value.isdigit():
             raise self._bad(line_no, fields, offsets, i, "not an integer token count")
         n = int(value)
-        if n < 1:
-            raise self._bad(line_no, fields, offsets, i, "token count must be >= 1")
+        if n < 1 and not (zero and n == 0):
+            hint = _FAILED_HINT if i == self.i_out and n == 0 else ""
+            raise self._bad(line_no, fields, offsets, i, "token count must be >= 1" + hint)
         return n
 
     def _bad(
         self, line_no: int, fields: list[str], offsets: list[int], i: int, why: str
     ) -> InputError:
         return _bad_field(self.name, line_no, self.header, fields, offsets, i, why)
+
+
+class _JsonlReader:
+    """Reads one line of a Mooncake trace at a time: a JSON object with `timestamp` (ms, not
+    before the previous line's), `input_length` and `output_length`, each refused with the
+    line and the column where its key stands."""
+
+    def __init__(self, name: str, skip_failed: bool = False) -> None:
+        self.name = name
+        self.skip_failed = skip_failed
+        self.previous: Decimal | None = None
+
+    def read(self, line_no: int, raw: str) -> tuple[Decimal, int, int]:
+        """(arrival ms, prompt tokens, output tokens) of one line."""
+        raw = raw.rstrip("\r\n")
+        try:
+            obj = json.loads(raw, parse_float=Decimal, object_pairs_hook=_unique_keys)
+        except json.JSONDecodeError as err:
+            raise _error(
+                "TRACE.BAD_ROW", f"not JSON: {err.msg}", self.name, line_no, err.colno
+            ) from None
+        except ValueError as err:  # a duplicate key
+            raise _error("TRACE.BAD_ROW", str(err), self.name, line_no, 1) from None
+        if not isinstance(obj, dict):
+            raise _error("TRACE.BAD_ROW", "a line must hold one JSON object", self.name, line_no, 1)
+        cols = FORMATS[TraceFormat.MOONCAKE]
+        for key in (cols.arrival, cols.prompt, cols.output):
+            if key not in obj:
+                raise _error(
+                    "TRACE.BAD_ROW",
+                    f"no {key!r} (a Mooncake line has {cols.arrival}, {cols.prompt} and"
+                    f" {cols.output})",
+                    self.name,
+                    line_no,
+                    1,
+                )
+        ts = obj[cols.arrival]
+        if isinstance(ts, bool) or not isinstance(ts, int | Decimal):
+            raise self._bad(line_no, raw, cols.arrival, ts, "not a number of ms")
+        ms = Decimal(ts)
+        if ms < 0:
+            raise self._bad(line_no, raw, cols.arrival, ts, "arrival is negative")
+        if self.previous is not None and ms < self.previous:
+            raise _error(
+                "TRACE.UNSORTED",
+                f"timestamp {ts} is earlier than the previous line's; sort the trace by"
+                " timestamp first",
+                self.name,
+                line_no,
+                _key_column(raw, cols.arrival),
+            )
+        self.previous = ms
+        prompt = self._count(line_no, raw, obj, cols.prompt, False)
+        output = self._count(line_no, raw, obj, cols.output, self.skip_failed)
+        return ms, prompt, output
+
+    def _count(self, line_no: int, raw: str, obj: dict[str, Any], key: str, zero: bool) -> int:
+        n = obj[key]
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise self._bad(line_no, raw, key, n, "not an integer token count")
+        if n < 1 and not (zero and n == 0):
+            hint = _FAILED_HINT if key == "output_length" and n == 0 else ""
+            raise self._bad(line_no, raw, key, n, "token count must be >= 1" + hint)
+        return n
+
+    def _bad(self, line_no: int, raw: str, key: str, value: Any, why: str) -> InputError:
+        return _error(
+            "TRACE.BAD_ROW", f"{key}={value!r}: {why}", self.name, line_no, _key_column(raw, key)
+        )
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r}")
+            seen.add(key)
+    return out
+
+
+def _key_column(raw: str, key: str) -> int:
+    """1-based column of `"key"` in a JSON line (1 when it is written with escapes)."""
+    return raw.find(f'"{key}"') + 1 or 1
 
 
 def read_int_column(path: str | Path, column: str, *, display: str | None = None) -> list[int]:
@@ -399,14 +547,15 @@ def trace_request(
     return decl, min(realized, cap)
 
 
-def describe_trace_source(fmt: str, path: str, cap: int | None, rows: int) -> str:
+def describe_trace_source(fmt: str, path: str, cap: int | None, rows: int, skipped: int = 0) -> str:
     cap_text = (
         "max_output_tokens = the realized decode length (a trace-derived cap, not an online"
         " declaration)"
         if cap is None
         else f"max_output_tokens = declared cap {cap} (realized lengths clipped to it)"
     )
-    return f"imported from {fmt} trace {Path(path).name} ({rows} requests); {cap_text}"
+    left_out = f"; {skipped} failed requests (0 output tokens) left out" if skipped else ""
+    return f"imported from {fmt} trace {Path(path).name} ({rows} requests{left_out}); {cap_text}"
 
 
 # --------------------------------------------------------------------------- whole-file reading
@@ -419,12 +568,15 @@ _EPOCH_ORDINAL = datetime(1970, 1, 1).toordinal()
 # One data field of a plain row: no quote, carriage return, NUL or surrounding space.
 _PLAIN_OTHER = r'[^,\n\r"\x00]*'
 _PLAIN_COUNT = r"([0-9]{1,18})"
+# seconds: up to 8 integer digits and 20 decimals (28 digits: exact in Decimal arithmetic)
+_PLAIN_SECONDS = r"([0-9]{1,8})(?:\.([0-9]{1,20}))?"
 _PLAIN_ARRIVAL = {
-    # seconds: up to 8 integer digits and 20 decimals (28 digits: exact in Decimal arithmetic)
-    TraceFormat.SPLITWISE: r"([0-9]{1,8})(?:\.([0-9]{1,20}))?",
-    # a naive timestamp, up to 12 decimals of a second (no zone: those are streamed)
+    TraceFormat.SPLITWISE: _PLAIN_SECONDS,
+    TraceFormat.BURSTGPT: _PLAIN_SECONDS,
+    # a timestamp, up to 12 decimals of a second, naive (read as UTC) or with a zone: `Z` or
+    # an offset `+HH:MM` / `+HHMM` (the 2024 Azure traces write `+00:00` on every row)
     TraceFormat.AZURE: r"([0-9]{4})-([0-9]{2})-([0-9]{2})[ T]([0-9]{2}):([0-9]{2}):([0-9]{2})"
-    r"(?:\.([0-9]{1,12}))?",
+    r"(?:\.([0-9]{1,12}))?(Z|[+-][0-9]{2}:?[0-9]{2})?",
 }
 
 
@@ -452,10 +604,26 @@ def read_plain_trace(path: str | Path, *, display: str | None = None) -> TraceTa
     try:
         if not p.is_file() or p.stat().st_size > PLAIN_TRACE_MAX_BYTES:
             return None
+        if _jsonl(p):
+            return _read_jsonl(p, name)
         with open_input(p, name) as fh:
             return _read_plain(fh, name)
     except (OSError, UnicodeDecodeError, InputError, csv.Error):
         return None
+
+
+def _read_jsonl(path: Path, name: str) -> TraceTable:
+    """A Mooncake trace as columns: each line parsed by `iter_trace_rows` itself (a JSON
+    object a line leaves no shorter way), so the values are the manifest path's by
+    construction; its first problem is raised for `read_plain_trace` to decline."""
+    arrivals: list[int | float] = []
+    prompts: array[int] = array("q")
+    outputs: array[int] = array("q")
+    for row in iter_trace_rows(path, display=name):
+        arrivals.append(ms_number(row.arrival_ms))
+        prompts.append(row.prompt_tokens)
+        outputs.append(row.output_tokens)
+    return TraceTable(TraceFormat.MOONCAKE, arrivals, prompts, outputs)
 
 
 def _read_plain(fh: BinaryIO, name: str) -> TraceTable | None:
@@ -480,14 +648,15 @@ def _read_plain(fh: BinaryIO, name: str) -> TraceTable | None:
             parts.append(_PLAIN_OTHER)
     pattern = re.compile("^" + ",".join(parts) + "$", re.MULTILINE | re.ASCII)
     # the capture groups in column order: the arrival's, then the two counts in column order
-    n_arr = 2 if chosen is TraceFormat.SPLITWISE else 7
+    seconds = chosen is not TraceFormat.AZURE
+    n_arr = 2 if seconds else 8
     pos: dict[int, int] = {}
     g = 0
     for i in sorted((i_arr, i_prompt, i_out)):
         pos[i] = g
         g += n_arr if i == i_arr else 1
     a, gp, go = pos[i_arr], pos[i_prompt], pos[i_out]
-    arrival = _PlainSeconds() if chosen is TraceFormat.SPLITWISE else _PlainTimestamps()
+    arrival = _PlainSeconds() if seconds else _PlainTimestamps()
     arrivals: list[int | float] = []
     prompts: array[int] = array("q")
     outputs: array[int] = array("q")
@@ -543,8 +712,9 @@ class _PlainSeconds:
 
 
 class _PlainTimestamps:
-    """Arrival ms of naive timestamps after the first row's, row after row (refused if one is
-    not a date or goes back in time)."""
+    """Arrival ms of timestamps after the first row's, row after row (refused if one is not a
+    date or goes back in time). A zone's offset is taken off, as `_timestamp_seconds` does:
+    `+01:00` is an hour ahead of UTC."""
 
     def __init__(self) -> None:
         self.days: dict[tuple[str, str, str], int] = {}
@@ -558,7 +728,7 @@ class _PlainTimestamps:
         pow10 = _POW10
         unit = pow10[9]  # 10^-12 s per ms / 10^-3
         for r in rows:
-            y, mo, d, hh, mm, ss, frac = r[a : a + 7]
+            y, mo, d, hh, mm, ss, frac, zone = r[a : a + 8]
             day = days.get((y, mo, d))
             if day is None:
                 try:
@@ -569,7 +739,11 @@ class _PlainTimestamps:
             h, m, s = int(hh), int(mm), int(ss)
             if h > 23 or m > 59 or s > 59:
                 return False
-            at = (day * 86400 + h * 3600 + m * 60 + s) * pow10[12]
+            at = day * 86400 + h * 3600 + m * 60 + s
+            if zone and zone != "Z":
+                offset = int(zone[1:3]) * 3600 + int(zone[-2:]) * 60
+                at = at - offset if zone[0] == "+" else at + offset
+            at *= pow10[12]
             if frac:
                 at += int(frac) * pow10[12 - len(frac)]
             if first is None:

@@ -42,6 +42,7 @@ from cbaudit.model import (
 )
 from cbaudit.sim import replay as core
 from cbaudit.sim.engine import ReplayRun, TraceSink
+from cbaudit.sim.importers import is_trace_path
 from cbaudit.sim.metrics import json_number, ms_converter, request_times
 from cbaudit.sim.series import SortedCounts
 from cbaudit.sim.workload import TraceRequests, Workload, load_workload, workload_from_data
@@ -133,11 +134,11 @@ def load_replay_workload(
 ) -> tuple[Workload, WorkloadSource]:
     """Any workload input `load_workload` takes, with its identity for the coordinates.
 
-    A manifest is parsed once here; a trace CSV and a generator spec (drawn with `seed`, by
+    A manifest is parsed once here; a request trace and a generator spec (drawn with `seed`, by
     default the spec's own) are expanded by `cbaudit.sim.workload.load_workload`.
     """
     name = display if display is not None else str(path)
-    if path.suffix.lower() == ".csv":
+    if is_trace_path(path):
         digest = InputDigest.of(path, display=name)
         workload = load_workload(path, display=name, seed=seed)
         return workload, WorkloadSource(name, digest.sha256, kind="trace", seed=seed)

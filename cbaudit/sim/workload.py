@@ -27,6 +27,7 @@ from cbaudit.contract.workload_records import (
 from cbaudit.contract.workload_records import RequestDecl as ContractDecl
 from cbaudit.io.loader import Document, load_document
 from cbaudit.model import Finding, InputError, Location
+from cbaudit.sim.importers import is_trace_path
 
 WORKLOAD_SCHEMA = "workload-manifest"
 DEFAULT_PHASE_ORDER = tuple(p.value for p in TieBreak().phase_order)
@@ -605,12 +606,13 @@ def load_workload(
     """Load any workload input and adapt it for the engine.
 
     A manifest (explicit requests) is schema-checked and adapted directly; a request trace
-    (`.csv`, Splitwise/Vidur or Azure format) or a generator spec (`kind: workload-generator`)
+    (`.csv` in the Splitwise/Vidur, Azure or BurstGPT format, or Mooncake's `.jsonl`) or a
+    generator spec (`kind: workload-generator`)
     is expanded into a manifest first by `cbaudit.sim.workload_gen` (`seed` overrides a
     generator's own seed).
     """
     name = display if display is not None else str(path)
-    if Path(path).suffix.lower() == ".csv":
+    if is_trace_path(path):
         return _from_trace(path, name) or _from_expanded(path, name, seed)
     doc = load_document(path, display=display)
     if isinstance(doc.data, dict) and doc.data.get("kind") == "workload-generator":
@@ -636,7 +638,7 @@ def load_workload(
 
 
 def _from_trace(path: str | Path, name: str) -> Workload | None:
-    """A plain trace CSV straight to a Workload, without the manifest JSON in between.
+    """A plain trace straight to a Workload, without the manifest JSON in between.
 
     The same workload `_from_expanded` builds from the imported manifest (defaults: policy,
     budgets, `<format>-NNNNNN` ids, arrival order = row order, max_output_tokens = the realized

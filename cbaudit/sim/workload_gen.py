@@ -4,8 +4,9 @@
 
 * a manifest file (schema `workload-manifest`): validated and built as is;
 * a generator spec (schema `workload-generator`, `kind: workload-generator`): generated;
-* a CSV request trace (Splitwise/Vidur or Azure columns): imported with default policy and
-  budgets (pass `policy=` / `budgets=` to override, or wrap the trace in a generator spec).
+* a request trace (`.csv` with Splitwise/Vidur, Azure or BurstGPT columns, or Mooncake's
+  `.jsonl`): imported with default policy and budgets (pass `policy=` / `budgets=` to
+  override, or wrap the trace in a generator spec).
 
 `generate(spec, seed)` turns a generator spec into a manifest. Randomness is one
 `random.Random` per purpose (arrivals, clients, prompt lengths, output lengths), each seeded
@@ -37,6 +38,7 @@ from cbaudit.sim.importers import (  # the trace defaults live with the reader (
     DEFAULT_TRACE_BUDGETS,
     DEFAULT_TRACE_POLICY,
     describe_trace_source,
+    is_trace_path,
     iter_trace_rows,
     read_int_column,
     trace_format,
@@ -312,9 +314,10 @@ def _check_shape(spec: Mapping[str, Any], src: SpecSource) -> None:
 
 
 def iter_generated(
-    spec: Mapping[str, Any], seed: int, src: SpecSource
+    spec: Mapping[str, Any], seed: int, src: SpecSource, skipped: list[int] | None = None
 ) -> Iterator[tuple[dict[str, Any], int]]:
-    """Yield (online request declaration, realized output length) for a checked spec."""
+    """Yield (online request declaration, realized output length) for a checked spec (the
+    lines of trace rows left out by `skip_failed` are appended to `skipped`)."""
     trace = spec.get("trace")
     picker = _clients(spec, src, trace=trace is not None)
     client_rng = _stream(seed, "clients")
@@ -328,6 +331,8 @@ def iter_generated(
             fmt,
             limit=trace.get("limit"),
             time_scale=Decimal(repr(trace.get("time_scale", 1))),
+            skip_failed=trace.get("skip_failed", False),
+            skipped=skipped,
         )
         for i, row in enumerate(rows):
             row_decl, realized = trace_request(row, i, prefix=prefix, max_output_tokens=cap)
@@ -371,12 +376,14 @@ def iter_generated(
         yield _decorate(decl, client, spec), min(drawn, max_out)
 
 
-def _description(spec: Mapping[str, Any], seed: int, rows: int) -> str:
+def _description(spec: Mapping[str, Any], seed: int, rows: int, skipped: int = 0) -> str:
     parts = [spec["description"]] if spec.get("description") else []
     trace = spec.get("trace")
     cap = (spec.get("max_output_tokens") or {}).get("cap")
     if trace is not None:
-        parts.append(describe_trace_source(trace.get("format", "auto"), trace["path"], cap, rows))
+        parts.append(
+            describe_trace_source(trace.get("format", "auto"), trace["path"], cap, rows, skipped)
+        )
     else:
         how = (
             f"declared cap {cap} (realized lengths clipped to it)"
@@ -406,7 +413,8 @@ def generate_json(
         )
     requests: list[dict[str, Any]] = []
     realized: dict[str, int] = {}
-    for decl, n in iter_generated(spec, int(chosen), src):
+    skipped: list[int] = []
+    for decl, n in iter_generated(spec, int(chosen), src, skipped):
         requests.append(decl)
         realized[decl["request_id"]] = n
     policy = dict(spec["policy"])
@@ -414,7 +422,7 @@ def generate_json(
     manifest: dict[str, Any] = {
         "schema_version": 1,
         "workload_id": spec["workload_id"],
-        "description": _description(spec, int(chosen), len(requests)),
+        "description": _description(spec, int(chosen), len(requests), len(skipped)),
         "clock": dict(spec["clock"]),
         "policy": policy,
         "budgets": dict(spec["budgets"]),
@@ -476,7 +484,7 @@ def import_trace_json(
     id_prefix: str | None = None,
     display: str | None = None,
 ) -> dict[str, Any]:
-    """A manifest (JSON-ready) from a CSV trace, streamed row by row."""
+    """A manifest (JSON-ready) from a request trace, streamed row by row."""
     name = display if display is not None else str(path)
     if max_output_tokens is not None and (
         isinstance(max_output_tokens, bool) or max_output_tokens < 1
@@ -512,7 +520,7 @@ def import_trace_json(
 
 
 def import_trace(path: str | Path, **options: Any) -> WorkloadManifest:
-    """A `WorkloadManifest` from a CSV trace (see `import_trace_json` for the options)."""
+    """A `WorkloadManifest` from a request trace (see `import_trace_json` for the options)."""
     data = import_trace_json(path, **options)
     return _manifest(data, SpecSource(file=str(path)))
 
@@ -525,13 +533,14 @@ def _load(
 ) -> tuple[dict[str, Any], SpecSource]:
     p = Path(path)
     name = display if display is not None else str(path)
-    if p.suffix.lower() == ".csv":
+    if is_trace_path(p):
         data = import_trace_json(p, display=name, **trace_options)
         return data, SpecSource(file=name, base_dir=p.parent)
     if trace_options:
         raise InputError.at(
             "WORKLOAD.OPTION.UNUSED",
-            f"trace options {', '.join(sorted(trace_options))} apply only to CSV traces",
+            f"trace options {', '.join(sorted(trace_options))} apply only to request traces"
+            " (.csv, .jsonl)",
             name,
         )
     doc = load_document(p, display=name)
@@ -571,7 +580,7 @@ def load_workload(
     display: str | None = None,
     **trace_options: Any,
 ) -> WorkloadManifest:
-    """A manifest file, a generator spec or a CSV trace, as a `WorkloadManifest`.
+    """A manifest file, a generator spec or a request trace, as a `WorkloadManifest`.
 
     `seed` overrides a generator spec's seed; `trace_options` (`fmt`, `max_output_tokens`,
     `policy`, `budgets`, `workload_id`, `limit`, `time_scale`, `id_prefix`) apply to CSV input.

@@ -125,10 +125,38 @@ def test_valid_but_not_plain_goes_the_manifest_way(tmp_path: Path, body: str) ->
     assert load_workload(path) == _from_expanded(path, str(path), None)
 
 
-def test_zoned_azure_timestamps_go_the_manifest_way(tmp_path: Path) -> None:
-    path = _write(tmp_path, AZURE + "\n2024-01-01 00:00:00Z,3,4\n2024-01-01 00:00:01-01:00,3,4\n")
+def test_zoned_azure_timestamps_match_the_manifest_path(tmp_path: Path) -> None:
+    """The 2024 Azure traces' shape (`+00:00` on every row, microseconds left out when 0),
+    `Z`, offsets with and without a colon on either side of UTC, and naive rows among them
+    (read as UTC): the direct reader takes them, with the manifest path's ms."""
+    stamps = [
+        "2024-05-10 00:00:00+00:00",
+        "2024-05-10 00:00:00.009930+00:00",
+        "2024-05-10 00:00:01+00:00",
+        "2024-05-10 00:00:01.5Z",
+        "2024-05-10 01:00:02+01:00",  # 00:00:02 UTC
+        "2024-05-09 23:00:02.25-0100",  # 00:00:02.25 UTC
+        "2024-05-10 05:30:03+05:30",  # 00:00:03 UTC
+        "2024-05-10 00:00:03.000000000001",
+    ]
+    text = AZURE + "\n" + "\n".join(f"{s},{i + 1},{i + 2}" for i, s in enumerate(stamps)) + "\n"
+    path = _write(tmp_path, text)
+    assert read_plain_trace(path) is not None
+    w = _check_plain(path)
+    ms = [0, 9.93, 1000, 1500, 2000, 2250, 3000, 3000.000000001]
+    assert [r.arrival for r in w.requests] == ms
+
+
+def test_a_zone_that_goes_back_in_time_is_refused_located(tmp_path: Path) -> None:
+    """01:00+01:00 is midnight UTC, before the first row's second: the direct reader declines
+    and the manifest path refuses the row where it stands."""
+    path = _write(tmp_path, AZURE + "\n2024-05-10 00:00:01Z,3,4\n2024-05-10 01:00:00+01:00,3,4\n")
     assert read_plain_trace(path) is None
-    assert load_workload(path) == _from_expanded(path, str(path), None)
+    with pytest.raises(InputError) as exc:
+        load_workload(path)
+    finding = exc.value.findings[0]
+    assert finding.code == "TRACE.BAD_ROW"
+    assert (finding.location.line, finding.location.column) == (3, 1)
 
 
 @pytest.mark.parametrize(
