@@ -342,7 +342,13 @@ class _RowReader:
                 1,
             )
         seconds = self._arrival(line_no, fields, offsets)
-        prompt = self._count(line_no, fields, offsets, self.i_prompt)
+        # a failed request (0 output tokens; BurstGPT logs most with 0 prompt tokens too):
+        # refused at its output count, with the way out, or left out with `skip_failed`
+        out = fields[self.i_out].strip()
+        failed = out.isdigit() and int(out) == 0
+        if failed and not self.skip_failed:
+            self._count(line_no, fields, offsets, self.i_out)  # (raises, with the hint)
+        prompt = self._count(line_no, fields, offsets, self.i_prompt, failed)
         output = self._count(line_no, fields, offsets, self.i_out, self.skip_failed)
         return seconds, prompt, output
 
@@ -378,7 +384,7 @@ class _RowReader:
     def _count(
         self, line_no: int, fields: list[str], offsets: list[int], i: int, zero: bool = False
     ) -> int:
-        """A token count >= 1 (0 too with `zero`: a failed request's output, left out)."""
+        """A token count >= 1 (0 too with `zero`: a failed request's, left out)."""
         value = fields[i].strip()
         if not value.isdigit():
             raise self._bad(line_no, fields, offsets, i, "not an integer token count")
@@ -444,7 +450,11 @@ class _JsonlReader:
                 _key_column(raw, cols.arrival),
             )
         self.previous = ms
-        prompt = self._count(line_no, raw, obj, cols.prompt, False)
+        # a failed request (output 0): refused at its output, or left out with `skip_failed`
+        failed = obj[cols.output] == 0 and type(obj[cols.output]) is int
+        if failed and not self.skip_failed:
+            self._count(line_no, raw, obj, cols.output, False)  # (raises, with the hint)
+        prompt = self._count(line_no, raw, obj, cols.prompt, failed)
         output = self._count(line_no, raw, obj, cols.output, self.skip_failed)
         return ms, prompt, output
 

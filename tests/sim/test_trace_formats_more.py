@@ -90,13 +90,32 @@ def test_mooncake_lines_become_requests_in_milliseconds(tmp_path: Path) -> None:
     _same_both_ways(path)
 
 
-def test_a_failed_burstgpt_request_is_refused_with_the_way_out(tmp_path: Path) -> None:
-    rows = [*BURST_ROWS[:2], "45.1,GPT-4,300,0,300,API log", *BURST_ROWS[2:]]
-    path = _burst(tmp_path, rows)
+@pytest.mark.parametrize(
+    ("row", "column"),
+    [
+        ("45.1,GPT-4,300,0,300,API log", 16),
+        # most of BurstGPT's failed rows: 0 request tokens too; refused at the output all the same
+        ("45.1,GPT-4,0,0,0,API log", 14),
+    ],
+)
+def test_a_failed_burstgpt_request_is_refused_with_the_way_out(
+    tmp_path: Path, row: str, column: int
+) -> None:
+    path = _burst(tmp_path, [*BURST_ROWS[:2], row, *BURST_ROWS[2:]])
     assert read_plain_trace(path) is None
-    code, line, column, message = _refused(path)
-    assert (code, line, column) == ("TRACE.BAD_ROW", 4, 16)
-    assert "skip_failed" in message
+    code, line, at, message = _refused(path)
+    assert (code, line, at) == ("TRACE.BAD_ROW", 4, column)
+    assert "Response tokens='0'" in message and "skip_failed" in message
+
+
+def test_a_zero_prompt_is_refused_when_the_request_did_not_fail(tmp_path: Path) -> None:
+    path = _burst(tmp_path, [*BURST_ROWS[:2], "45.1,GPT-4,0,3,3,API log"])
+    code, line, at, message = _refused(path)
+    assert (code, line, at) == ("TRACE.BAD_ROW", 4, 12)
+    assert "Request tokens='0'" in message and "skip_failed" not in message
+    with pytest.raises(InputError) as exc:
+        list(iter_trace_rows(path, skip_failed=True))
+    assert exc.value.findings[0].code == "TRACE.BAD_ROW"
 
 
 def test_skip_failed_leaves_failed_rows_out_and_says_how_many(tmp_path: Path) -> None:
@@ -104,7 +123,7 @@ def test_skip_failed_leaves_failed_rows_out_and_says_how_many(tmp_path: Path) ->
         *BURST_ROWS[:2],
         "45.1,GPT-4,300,0,300,API log",
         *BURST_ROWS[2:],
-        "119,GPT-4,9,0,9,API log",
+        "119,GPT-4,0,0,0,API log",
     ]
     _burst(tmp_path, rows)
     spec = _write(
@@ -153,6 +172,12 @@ def test_skip_failed_still_checks_the_rows_it_leaves_out(tmp_path: Path) -> None
         ('{"timestamp": 5, "input_length": 0, "output_length": 1}', "TRACE.BAD_ROW", 18, ">= 1"),
         (
             '{"timestamp": 5, "input_length": 3, "output_length": 0}',
+            "TRACE.BAD_ROW",
+            37,
+            "skip_failed",
+        ),
+        (
+            '{"timestamp": 5, "input_length": 0, "output_length": 0}',
             "TRACE.BAD_ROW",
             37,
             "skip_failed",
@@ -217,3 +242,11 @@ def test_cli_replays_both_and_refuses_a_bad_line_with_exit_2(tmp_path: Path, cli
     res = cli("replay", "run", str(bad), "-p", "vllm-v1")
     assert res.code == 2
     assert "TRACE.BAD_ROW" in res.err and "bad.jsonl:5:1" in res.err
+
+
+def test_skip_failed_leaves_failed_mooncake_lines_out(tmp_path: Path) -> None:
+    failed = {"timestamp": 0, "input_length": 0, "output_length": 0}
+    path = _moon(tmp_path, [MOON_ROWS[0], failed, *MOON_ROWS[1:]])
+    skipped: list[int] = []
+    kept = list(iter_trace_rows(path, skip_failed=True, skipped=skipped))
+    assert [r.line for r in kept] == [1, 3, 4, 5] and skipped == [2]
