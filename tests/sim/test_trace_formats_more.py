@@ -94,7 +94,7 @@ def test_mooncake_lines_become_requests_in_milliseconds(tmp_path: Path) -> None:
     ("row", "column"),
     [
         ("45.1,GPT-4,300,0,300,API log", 16),
-        # most of BurstGPT's failed rows: 0 request tokens too; refused at the output all the same
+        # a failed row with 0 request tokens too: refused at the output all the same
         ("45.1,GPT-4,0,0,0,API log", 14),
     ],
 )
