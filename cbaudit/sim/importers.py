@@ -216,7 +216,7 @@ def trace_format(
     if not p.is_file():
         raise InputError.at("TRACE.NOT_FOUND", "no such trace file", name)
     if _jsonl(p):
-        return _declared(fmt, TraceFormat.MOONCAKE, name, "the file is JSON Lines")
+        return _declared(fmt, TraceFormat.MOONCAKE, name, "the file is JSON Lines (mooncake)")
     with open_input(p, name) as fh:
         return _header(next(_decoded(fh, name), ""), fmt, name)[0]
 
@@ -342,7 +342,7 @@ class _RowReader:
                 1,
             )
         seconds = self._arrival(line_no, fields, offsets)
-        # a failed request (0 output tokens; BurstGPT logs most with 0 prompt tokens too):
+        # a failed request (0 output tokens; its prompt count may be 0 too, as BurstGPT logs it):
         # refused at its output count, with the way out, or left out with `skip_failed`
         out = fields[self.i_out].strip()
         failed = out.isdigit() and int(out) == 0
