@@ -14,6 +14,16 @@ from repo_paths import EVIDENCE, REPO, SHARED
 __all__ = ["EVIDENCE", "REPO", "SHARED", "CliRun"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `slow` run first, the rest in their usual order (a stable sort).
+
+    Under pytest-xdist (`make pytest`) each file goes to one worker, in this order: the long
+    end-to-end files start at once and the many short ones fill in around them, instead of a
+    long file starting last while the other worker idles.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @dataclass(frozen=True)
 class CliRun:
     """Exit code and captured streams of one CLI invocation."""
