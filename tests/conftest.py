@@ -7,9 +7,12 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+from m52_in_place import InPlaceGate, run_hooked_gate
 from repo_paths import EVIDENCE, REPO, SHARED
+from run_once import run_once
 
 __all__ = ["EVIDENCE", "REPO", "SHARED", "CliRun"]
 
@@ -62,3 +65,12 @@ def cli_proc() -> Callable[..., CliRun]:
         return CliRun(proc.returncode, proc.stdout, proc.stderr)
 
     return _run
+
+
+@pytest.fixture(scope="session")
+def m52_in_place(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> InPlaceGate:
+    """The whole gate over the repository's evidence/ (see `m52_in_place`), once a session."""
+    files = run_once(request, tmp_path_factory, "m52-in-place", run_hooked_gate)
+    return InPlaceGate(Path(files["report_file"]), Path(files["opened_file"]))
