@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from filelock import FileLock
 
 
 def run_once(
@@ -30,6 +29,10 @@ def run_once(
     """`make(folder)`'s JSON-able result, made once per session in a fresh folder `name`."""
     if not hasattr(request.config, "workerinput"):  # not an xdist worker
         return make(factory.mktemp(name, numbered=True))
+    # imported here: the GPU check's pytest (benchmarks/gpu_check.sh) loads the conftests on a
+    # machine that may have pytest but not filelock, and runs without xdist
+    from filelock import FileLock
+
     root = factory.getbasetemp().parent  # this session's, shared by its workers
     done = root / f"{name}.json"
     with FileLock(str(root / f"{name}.lock")):
