@@ -69,8 +69,13 @@ browser:
 	  else echo "note: chromium missing and not installable here; the browser test will be skipped"; fi; \
 	fi
 
+# The suite runs on one pytest-xdist worker per CPU (PYTEST_WORKERS=0 runs it in one process).
+# Each test file goes to one worker (--dist loadfile), so a module's fixtures are made once; the
+# files are handed out in collection order (--no-loadscope-reorder), which tests/conftest.py
+# starts with the `slow` tests, so the longest files do not start last.
+PYTEST_WORKERS ?= logical
 pytest: $(STAMP) browser
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: lint typecheck pytest
 

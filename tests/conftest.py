@@ -7,11 +7,24 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+from m52_in_place import InPlaceGate, run_hooked_gate
 from repo_paths import EVIDENCE, REPO, SHARED
+from run_once import run_once
 
 __all__ = ["EVIDENCE", "REPO", "SHARED", "CliRun"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `slow` run first, the rest in their usual order (a stable sort).
+
+    Under pytest-xdist (`make pytest`) each file goes to one worker, in this order: the long
+    end-to-end files start at once and the many short ones fill in around them, instead of a
+    long file starting last while the other worker idles.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @dataclass(frozen=True)
@@ -52,3 +65,12 @@ def cli_proc() -> Callable[..., CliRun]:
         return CliRun(proc.returncode, proc.stdout, proc.stderr)
 
     return _run
+
+
+@pytest.fixture(scope="session")
+def m52_in_place(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> InPlaceGate:
+    """The whole gate over the repository's evidence/ (see `m52_in_place`), once a session."""
+    files = run_once(request, tmp_path_factory, "m52-in-place", run_hooked_gate)
+    return InPlaceGate(Path(files["report_file"]), Path(files["opened_file"]))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from run_once import run_once
 
 from cbaudit.bench.torch_env import torch_available
 
@@ -33,13 +34,17 @@ def run_runner(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="session")
-def tiny_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A results file from a real CPU run of the tiny grid."""
+def tiny_results(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A results file from a real CPU run of the tiny grid (one run a session, xdist too)."""
     pytest.importorskip("torch")
-    out = tmp_path_factory.mktemp("bench") / "tiny.json"
-    proc = run_runner(out, "--grid", "tiny", "--max-samples", "5", "--device", "cpu")
-    assert proc.returncode == 0, proc.stderr
-    return out
+
+    def make(folder: Path) -> dict[str, Any]:
+        out = folder / "tiny.json"
+        proc = run_runner(out, "--grid", "tiny", "--max-samples", "5", "--device", "cpu")
+        assert proc.returncode == 0, proc.stderr
+        return {"path": str(out)}
+
+    return Path(run_once(request, tmp_path_factory, "bench", make)["path"])
 
 
 @pytest.fixture

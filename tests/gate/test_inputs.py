@@ -1,64 +1,29 @@
 """Every input hashed: the report's `inputs` list every file any check read, with its sha256.
 
 The whole M5.2 gate runs once in a subprocess whose audit hook (`sys.addaudithook`) notes every
-file opened for reading; worker processes are forked from it and keep the hook. Every file of
-the bundle (and of the shipped registry) that was opened must be among the inputs.
+file opened for reading; worker processes are forked from it and keep the hook (the session's
+`m52_in_place` run, tests/m52_in_place.py). Every file of the bundle (and of the shipped
+registry) that was opened must be among the inputs.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_paths import EVIDENCE, M52, REPO, SHARED
+from m52_in_place import ARTICLE, InPlaceGate
+from repo_paths import M52, REPO
 
 from cbaudit.results.paths import registry_root
 
-ARTICLE = SHARED / "seeds" / "000_723c321e7155665c.txt"
-
-HOOKED_GATE = """
-import os, sys
-log = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-
-def hook(event, args):
-    if event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
-        return
-    mode, flags = args[1], args[2]
-    reading = ("r" in mode and "+" not in mode) if mode else (flags & 3) == os.O_RDONLY
-    if reading:
-        os.write(log, os.fsencode(os.path.realpath(os.fspath(args[0]))) + b"\\n")
-
-sys.addaudithook(hook)
-from cbaudit.cli.app import run
-sys.exit(run(["gate", sys.argv[2], "-q", "-j", "2", "-f", "json", "-o", sys.argv[3]]))
-"""
-
 
 @pytest.fixture(scope="module")
-def hooked_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], set[Path]]:
+def hooked_run(m52_in_place: InPlaceGate) -> tuple[dict[str, Any], set[Path]]:
     """The gate's JSON report over evidence/, and every file the run opened for reading."""
-    tmp = tmp_path_factory.mktemp("inputs")
-    log, out = tmp / "opened.txt", tmp / "report.json"
-    env = dict(os.environ)
-    if ARTICLE.is_file():
-        env["CBAUDIT_M52_ARTICLE"] = str(ARTICLE)
-    proc = subprocess.run(
-        [sys.executable, "-c", HOOKED_GATE, str(log), str(EVIDENCE), str(out)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    opened = {Path(line) for line in log.read_text().splitlines()}
-    return json.loads(out.read_text()), opened
+    return m52_in_place.report(), m52_in_place.opened()
 
 
 def _inputs(report: dict[str, Any]) -> dict[Path, str]:

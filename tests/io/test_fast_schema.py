@@ -177,10 +177,17 @@ def _from(node: Any, base: str, depth: int = 0) -> st.SearchStrategy[Any]:
     return st.one_of(options) if options else _ANY
 
 
+@cache
+def _instances(name: str) -> st.SearchStrategy[Any]:
+    """The strategy for schema `name`, built once: Hypothesis validates a new strategy tree
+    on its first draw, which for the larger schemas cost far more than drawing from it."""
+    return _from(_schema_at(_uri(name)), _uri(name))
+
+
 @st.composite
 def _damaged(draw: st.DrawFn, name: str) -> Any:
     """An instance of schema `name`, with one node sometimes replaced or removed."""
-    value = draw(_from(_schema_at(_uri(name)), _uri(name)))
+    value = draw(_instances(name))
     if not draw(st.booleans()):
         return value
     path: list[Any] = []

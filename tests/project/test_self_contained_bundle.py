@@ -8,7 +8,6 @@ manifests and the formula registry); the published copies must stay byte-identic
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_paths import CONFORMANCE, EVIDENCE, M52, REPO, SHARED
-
-ARTICLE = SHARED / "seeds" / "000_723c321e7155665c.txt"
+from m52_in_place import InPlaceGate, gate_env
+from repo_paths import CONFORMANCE, EVIDENCE, M52, REPO
 
 #: bundle copy -> published copy (the bundle's is the evidence the gate binds).
 PUBLISHED = {
@@ -40,19 +38,11 @@ def test_published_copies_equal_the_bundle(bundle_copy: Path) -> None:
     )
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CBAUDIT_")}
-    env.pop("GITHUB_ACTIONS", None)
-    if ARTICLE.is_file():  # as `make gate` does when the shared folder is there
-        env["CBAUDIT_M52_ARTICLE"] = str(ARTICLE)
-    return env
-
-
 def _gate(evidence: Path, cwd: Path) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-m", "cbaudit", "gate", str(evidence), "--format", "json"],
         cwd=cwd,
-        env=_env(),
+        env=gate_env(),
         capture_output=True,
         text=True,
         check=False,
@@ -68,16 +58,21 @@ def _outcomes(report: dict[str, Any]) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_bundle_copied_into_an_empty_repository_passes_as_in_place(tmp_path: Path) -> None:
+def test_bundle_copied_into_an_empty_repository_passes_as_in_place(
+    tmp_path: Path, m52_in_place: InPlaceGate
+) -> None:
     """evidence/ alone in a fresh git repository (no pyproject.toml, pinned/ or registry/) gives
-    the same result for every check as in place, from the repository and from elsewhere."""
+    the same result for every check as in place, from the repository and from elsewhere.
+
+    The in-place result is the session's run of the whole gate from the repository, with the
+    same environment (`m52_in_place`); tests/gate/test_inputs.py reads the same run."""
     scratch = tmp_path / "scratch"
     shutil.copytree(EVIDENCE, scratch / "evidence")
     subprocess.run(["git", "init", "-q", str(scratch)], check=True)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
 
-    in_place = _gate(Path("evidence"), REPO)
+    in_place = m52_in_place.report()
     assert in_place["exit_code"] == 0, in_place["counts"]
     from_repo = _gate(Path("evidence"), scratch)
     from_elsewhere = _gate(scratch / "evidence", elsewhere)

@@ -41,6 +41,18 @@ class GateRun:
         data: dict[str, Any] = json.loads(self.text("json"))
         return data
 
+    def to_dict(self) -> dict[str, Any]:
+        """The run as JSON-able data (what `run_once` hands between xdist workers)."""
+        return {
+            "cwd": str(self.cwd),
+            "code": self.code,
+            "files": {k: str(v) for k, v in self.files.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GateRun:
+        return cls(Path(data["cwd"]), data["code"], {k: Path(v) for k, v in data["files"].items()})
+
 
 def run_gate_cli(cwd: Path, out: Path, *extra: str) -> GateRun:
     """`cbaudit gate evidence/` in `cwd`, writing every format under `out`."""
