@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.cost_unit import UnitCostModel
 from cbaudit.sim.engine import Engine, ReplayRun, Validation
 from cbaudit.sim.metrics import summarize
-from cbaudit.sim.workload import Workload, workload_from_data
+from cbaudit.sim.workload import Workload, _from_expanded, _from_trace, workload_from_data
 from tests.conftest import EVIDENCE
 
 BUNDLE = EVIDENCE / "m5-2-continuous-batching"
@@ -40,3 +41,24 @@ def replay(
     policy_obj = POLICIES.create(policy, options or {})
     run = Engine(workload, policy_obj, UnitCostModel(), validation=validation, **kw).run()
     return run, summarize(run, windows=windows)
+
+
+def assert_same_workload(fast: Workload | None, slow: Workload) -> None:
+    """The direct trace reader's workload equals the manifest path's, field for field and type
+    for type (hidden truth in the same order)."""
+    assert fast is not None, "a plain trace must take the direct path"
+    assert fast == slow
+    for a, b in zip(fast.requests, slow.requests, strict=True):
+        for name in a.__slots__:
+            va, vb = getattr(a, name), getattr(b, name)
+            assert va == vb and type(va) is type(vb), (name, va, vb)
+    assert fast.hidden_realized is not None and slow.hidden_realized is not None
+    assert list(fast.hidden_realized.items()) == list(slow.hidden_realized.items())
+
+
+def check_plain_trace(path: Path) -> Workload:
+    """The trace at `path` read both ways (`assert_same_workload`); the direct path's."""
+    fast = _from_trace(path, str(path))
+    assert_same_workload(fast, _from_expanded(path, str(path), None))
+    assert fast is not None
+    return fast

@@ -11,8 +11,9 @@ import pytest
 
 from cbaudit.model import InputError
 from cbaudit.sim.importers import TraceFormat, iter_trace_rows, read_plain_trace, trace_format
-from cbaudit.sim.workload import _from_expanded, _from_trace, load_workload
+from cbaudit.sim.workload import load_workload
 from cbaudit.sim.workload_gen import load_workload_json
+from tests.sim.helpers import check_plain_trace
 
 BURST = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"
 BURST_ROWS = [
@@ -44,19 +45,6 @@ def _moon(tmp_path: Path, rows: list[object] = MOON_ROWS, name: str = "moon.json
     return _write(tmp_path, "\n".join(lines) + "\n", name)
 
 
-def _same_both_ways(path: Path) -> None:
-    fast = _from_trace(path, str(path))
-    slow = _from_expanded(path, str(path), None)
-    assert fast is not None, "a plain trace takes the direct path"
-    assert fast == slow
-    for a, b in zip(fast.requests, slow.requests, strict=True):
-        for name in a.__slots__:
-            va, vb = getattr(a, name), getattr(b, name)
-            assert va == vb and type(va) is type(vb), (name, va, vb)
-    assert fast.hidden_realized is not None and slow.hidden_realized is not None
-    assert list(fast.hidden_realized.items()) == list(slow.hidden_realized.items())
-
-
 def _refused(path: Path) -> tuple[str, int | None, int | None, str]:
     with pytest.raises(InputError) as exc:
         load_workload(path)
@@ -73,7 +61,7 @@ def test_burstgpt_rows_become_requests_in_seconds(tmp_path: Path) -> None:
     assert w.hidden_realized is not None
     assert list(w.hidden_realized.values()) == [18, 250, 7, 276]
     assert w.requests[0].request_id == "burstgpt-000000"
-    _same_both_ways(path)
+    check_plain_trace(path)
 
 
 def test_mooncake_lines_become_requests_in_milliseconds(tmp_path: Path) -> None:
@@ -87,7 +75,7 @@ def test_mooncake_lines_become_requests_in_milliseconds(tmp_path: Path) -> None:
     assert list(w.hidden_realized.values()) == [500, 490, 3, 1]
     assert w.requests[3].request_id == "mooncake-000003"
     assert read_plain_trace(path) is not None
-    _same_both_ways(path)
+    check_plain_trace(path)
 
 
 @pytest.mark.parametrize(

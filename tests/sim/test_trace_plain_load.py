@@ -12,7 +12,8 @@ import pytest
 
 from cbaudit.model import InputError
 from cbaudit.sim.importers import read_plain_trace
-from cbaudit.sim.workload import Workload, _from_expanded, _from_trace, load_workload
+from cbaudit.sim.workload import _from_expanded, load_workload
+from tests.sim.helpers import check_plain_trace
 
 SPLITWISE = "arrived_at,num_prefill_tokens,num_decode_tokens"
 AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens"
@@ -27,24 +28,6 @@ def _write(tmp_path: Path, text: str | bytes, name: str = "t.csv") -> Path:
     return path
 
 
-def _assert_same(fast: Workload | None, slow: Workload) -> None:
-    assert fast is not None, "a plain trace must take the direct path"
-    assert fast == slow
-    for a, b in zip(fast.requests, slow.requests, strict=True):
-        for name in a.__slots__:
-            va, vb = getattr(a, name), getattr(b, name)
-            assert va == vb and type(va) is type(vb), (name, va, vb)
-    assert fast.hidden_realized is not None and slow.hidden_realized is not None
-    assert list(fast.hidden_realized.items()) == list(slow.hidden_realized.items())
-
-
-def _check_plain(path: Path) -> Workload:
-    fast = _from_trace(path, str(path))
-    _assert_same(fast, _from_expanded(path, str(path), None))
-    assert fast is not None
-    return fast
-
-
 def test_splitwise_arrivals_of_every_shape_match_the_manifest_path(tmp_path: Path) -> None:
     """Integral, short, long (20-decimal, float-inexact) and repeated arrivals: the same ms."""
     rows = [
@@ -57,7 +40,7 @@ def test_splitwise_arrivals_of_every_shape_match_the_manifest_path(tmp_path: Pat
         "200.0001,9,9",
         "12345678.12345678901234567890,1,1",
     ]
-    w = _check_plain(_write(tmp_path, SPLITWISE + "\n" + "\n".join(rows) + "\n"))
+    w = check_plain_trace(_write(tmp_path, SPLITWISE + "\n" + "\n".join(rows) + "\n"))
     assert [r.arrival for r in w.requests][:4] == [0, 0, 52, 1500]
     assert type(w.requests[1].arrival) is int
     assert [r.request_id for r in w.requests][:2] == ["splitwise-000000", "splitwise-000001"]
@@ -88,7 +71,7 @@ def test_random_splitwise_traces_match_the_manifest_path(tmp_path: Path) -> None
         end = "\r\n" if case % 2 else "\n"
         text = head + end + end.join(body) + (end if case % 4 else "")
         data = text.encode() if case % 5 else b"\xef\xbb\xbf" + text.encode()
-        _check_plain(_write(tmp_path, data, f"r{case}.csv"))
+        check_plain_trace(_write(tmp_path, data, f"r{case}.csv"))
 
 
 def test_azure_timestamps_match_the_manifest_path(tmp_path: Path) -> None:
@@ -103,7 +86,7 @@ def test_azure_timestamps_match_the_manifest_path(tmp_path: Path) -> None:
         "2024-03-01 00:00:01.1000",
     ]
     text = AZURE + "\r\n" + "\r\n".join(f"{s},{i + 1},{i + 2}" for i, s in enumerate(stamps))
-    w = _check_plain(_write(tmp_path, text))
+    w = check_plain_trace(_write(tmp_path, text))
     assert w.requests[0].arrival == 0 and w.requests[0].request_id == "azure-000000"
     assert w.requests[5].arrival == w.requests[4].arrival
 
@@ -142,7 +125,7 @@ def test_zoned_azure_timestamps_match_the_manifest_path(tmp_path: Path) -> None:
     text = AZURE + "\n" + "\n".join(f"{s},{i + 1},{i + 2}" for i, s in enumerate(stamps)) + "\n"
     path = _write(tmp_path, text)
     assert read_plain_trace(path) is not None
-    w = _check_plain(path)
+    w = check_plain_trace(path)
     ms = [0, 9.93, 1000, 1500, 2000, 2250, 3000, 3000.000000001]
     assert [r.arrival for r in w.requests] == ms
 
@@ -221,10 +204,10 @@ def test_rows_read_a_few_at_a_time_give_the_same_workload(
 
     monkeypatch.setattr(importers, "_PLAIN_CHUNK", 12)
     rows = [f"{i // 3}.{i:03d},{i + 1},{i % 4 + 1}" for i in range(40)]
-    _check_plain(_write(tmp_path, SPLITWISE + "\n" + "\n".join(rows) + "\n", "s.csv"))
+    check_plain_trace(_write(tmp_path, SPLITWISE + "\n" + "\n".join(rows) + "\n", "s.csv"))
     stamps = [f"2024-01-0{1 + i // 20} 0{i % 10}:00:0{i % 6}.{i},3,4" for i in range(40)]
     stamps.sort()
-    _check_plain(_write(tmp_path, AZURE + "\r\n" + "\r\n".join(stamps), "a.csv"))
+    check_plain_trace(_write(tmp_path, AZURE + "\r\n" + "\r\n".join(stamps), "a.csv"))
     back = _write(tmp_path, SPLITWISE + "\n" + "\n".join([*rows[:20], "0.5,1,1"]) + "\n", "b.csv")
     assert read_plain_trace(back) is None
     with pytest.raises(InputError) as exc:
@@ -246,6 +229,6 @@ def test_blocks_cut_after_a_line_feed_never_split_a_character(
     monkeypatch.setattr(importers, "_PLAIN_CHUNK", 5)
     rows = [f"{i}.5,{i + 2},{i % 3 + 1},h\u00e9\u00e9\u20ac{i}" for i in range(30)]
     path = _write(tmp_path, SPLITWISE + ",note\n" + "\n".join(rows) + "\n")
-    assert len(_check_plain(path).requests) == 30
+    assert len(check_plain_trace(path).requests) == 30
     bad = _write(tmp_path, SPLITWISE + "\n" + "\n".join(["0,1,1"] * 9 + ["1,2,2\r"]), "cr.csv")
     assert read_plain_trace(bad) is None
