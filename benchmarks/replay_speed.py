@@ -1,7 +1,7 @@
 """Replay speed and memory on real request traces, side by side with peers, interleaved A B A B.
 
     .venv/bin/python benchmarks/replay_speed.py [--trace FILE]... [--rounds 5]
-        [--reference] [--limit N] [--blis BIN [--blis-data DIR]] [--vidur DIR]
+        [--reference] [--limit N] [--rate-scale X]... [--blis BIN [--blis-data DIR]] [--vidur DIR]
         [--vidur-scheduler sarathi|vllm] [--rss-ratio N] [--python PY]... [--mypyc]
 
 Configuration (printed before the figures): vLLM-shaped scheduling (`vllm-v1`), token budget
@@ -11,6 +11,10 @@ the default report (summaries) written to a file. Default trace: the Splitwise c
 (`../shared/traces/splitwise_code.csv`, 8,819 requests); `--trace` takes any trace cbaudit
 reads (Splitwise/Vidur, Azure 2023 and 2024, BurstGPT CSV, Mooncake JSON Lines:
 docs/workloads.md), repeatable; the peers get the rows cbaudit's importer reads from it.
+`--rate-scale X` (repeatable) also runs every trace at X times its arrival rate: each arrival
+offset divided by X, rounded to the microsecond, the same rows written out for every tool (a
+Splitwise CSV for cbaudit). The traces' own load is one point; a trace you do not have may be
+busier, and the ratio to a peer changes with the load (docs/replay.md, "Load").
 
 Tools, each timed as a whole process, start to exit (interpreter start-up, imports, trace
 parse, replay, metrics, report written):
@@ -100,6 +104,32 @@ def read_trace(path: Path, limit: int | None = None) -> Rows:
         sys.exit(f"cbaudit refuses the trace, so it cannot be compared: {err}")
     t0 = rows[0][0]
     return [(t - t0, p, d) for t, p, d in rows]
+
+
+def scaled(rows: Rows, rate: Decimal) -> Rows:
+    """`rows` at `rate` times their arrival rate: each arrival offset divided by `rate`,
+    rounded to the microsecond (what BLIS's integer-microsecond trace can hold)."""
+    us = Decimal("0.000001")
+    return [((t / rate).quantize(us), p, d) for t, p, d in rows]
+
+
+def write_splitwise(rows: Rows, path: Path) -> None:
+    """`rows` as a Splitwise CSV (arrival seconds, prompt, output), which cbaudit reads."""
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write("arrived_at,num_prefill_tokens,num_decode_tokens\n")
+        for t, p, d in rows:
+            fh.write(f"{t},{p},{d}\n")
+
+
+def rate_scale(text: str) -> Decimal:
+    """`--rate-scale`'s value: a positive decimal number."""
+    try:
+        value = Decimal(text)
+    except ArithmeticError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value.is_finite() or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
 
 
 def write_prefix(src: Path, n: int, dst: Path) -> None:
@@ -409,6 +439,13 @@ def main() -> int:
     ap.add_argument("--vidur-scheduler", choices=("sarathi", "vllm"), default="sarathi")
     ap.add_argument("--rss-ratio", type=int, metavar="N", help="peak RSS: whole trace / first N")
     ap.add_argument(
+        "--rate-scale",
+        type=rate_scale,
+        action="append",
+        metavar="X",
+        help="also run each trace at X times its arrival rate (repeatable; 1 is the trace as is)",
+    )
+    ap.add_argument(
         "--python",
         action="append",
         default=[],
@@ -463,78 +500,87 @@ def main() -> int:
         others.append(("cbaudit-mypyc", [sys.executable, "-m", "cbaudit"]))
         placed["cbaudit-mypyc"] = (built, env)
     names_of_others = {name for name, _ in others}
+    scales: list[Decimal | None] = list(args.rate_scale or [None])
     for trace in traces:
-        rows = read_trace(trace, args.limit)
-        n = len(rows)
-        with tempfile.TemporaryDirectory(prefix="replay-speed-") as tmp:
-            work = Path(tmp)
-            src = trace
-            if args.limit:
-                src = work / trace.name
-                write_prefix(trace, args.limit, src)
-            tools = [cbaudit_tool(cmd, src, work / "fast.json", "cbaudit")]
-            if args.reference:
-                ref = cbaudit_tool(cmd, src, work / "ref.json", "cbaudit-ref", "--per-iteration")
-                tools.append(ref)
-            for name, other in others:
-                tools.append(cbaudit_tool(other, src, work / f"{name}.json", name))
-                if name in placed:
-                    tools[-1].cwd, tools[-1].env = placed[name]
-            n_of = dict.fromkeys((t.name for t in tools), n)
-            if args.rss_ratio:
-                small = work / f"first{args.rss_ratio}{trace.suffix}"
-                write_prefix(trace, args.rss_ratio, small)
-                name = f"cbaudit-{args.rss_ratio}"
-                tools.append(cbaudit_tool(cmd, small, work / "small.json", name))
-                n_of[name] = min(args.rss_ratio, n)
-            if args.blis:
-                write_blis_trace(rows, work / "blis-trace")
-                tools.append(blis_tool(args.blis, blis_data, work / "blis-trace"))
-                n_of["blis"] = n
-            if args.vidur:
-                write_vidur_trace(rows, work / "vidur.csv")
-                v = vidur_tool(
-                    args.vidur, work / "vidur.csv", work / "vidur-out", args.vidur_scheduler
-                )
-                tools.append(v)
-                wall, rc, _, _, text = run_child(v.argv, v.cwd)
-                print(f"  (vidur warm-up, untimed: {wall:.1f} s, exit {rc})")
-                if rc != 0:
-                    print(text[-2000:])
-                    return 1
-                shutil.rmtree(work / "vidur-out", ignore_errors=True)
-                n_of[v.name] = n
-            print(f"\n{trace.name}: {n} requests")
-            if not run_rounds(tools, args.rounds, n_of):
-                return 1
-            if args.reference:
-                same = (work / "fast.json").read_bytes() == (work / "ref.json").read_bytes()
-                print(f"  fast path and --per-iteration reports byte-identical: {same}")
-                if not same:
-                    return 1
-            for name, _ in others:
-                same = (work / "fast.json").read_bytes() == (work / f"{name}.json").read_bytes()
-                print(f"  {name} report byte-identical to cbaudit's: {same}")
-                if not same:
-                    return 1
-            for tool in tools:
-                print(summary(tool, n_of[tool.name]))
-            cb = tools[0]
-            mine = [cb] + [t for t in tools if t.name in names_of_others]
-            for peer in tools[1:]:
-                if args.rss_ratio and peer.name == f"cbaudit-{args.rss_ratio}":
-                    ratio = max(cb.rss_kib) / max(peer.rss_kib)
-                    print(f"  peak RSS whole / first {args.rss_ratio} rows: x{ratio:.2f}")
-                    continue
-                if peer.name in names_of_others:
-                    continue
-                for me in mine:
-                    med = statistics.median(me.walls) / statistics.median(peer.walls)
-                    lo = min(me.walls) / min(peer.walls)
-                    print(
-                        f"  {me.name} / {peer.name}: wall time x{med:.2f} (median),"
-                        f" x{lo:.2f} (min); requests/s x{1 / med:.2f} (median)"
+        rows_read = read_trace(trace, args.limit)
+        for rate in scales:
+            rows = rows_read if rate is None or rate == 1 else scaled(rows_read, rate)
+            label = trace.name if rate is None else f"{trace.name} at x{rate} its arrival rate"
+            n = len(rows)
+            with tempfile.TemporaryDirectory(prefix="replay-speed-") as tmp:
+                work = Path(tmp)
+                src = trace
+                if rows is not rows_read:  # the scaled rows, as a trace of their own
+                    src = work / f"{trace.stem}-x{rate}.csv"
+                    write_splitwise(rows, src)
+                elif args.limit:
+                    src = work / trace.name
+                    write_prefix(trace, args.limit, src)
+                tools = [cbaudit_tool(cmd, src, work / "fast.json", "cbaudit")]
+                if args.reference:
+                    ref = cbaudit_tool(
+                        cmd, src, work / "ref.json", "cbaudit-ref", "--per-iteration"
                     )
+                    tools.append(ref)
+                for name, other in others:
+                    tools.append(cbaudit_tool(other, src, work / f"{name}.json", name))
+                    if name in placed:
+                        tools[-1].cwd, tools[-1].env = placed[name]
+                n_of = dict.fromkeys((t.name for t in tools), n)
+                if args.rss_ratio:
+                    small = work / f"first{args.rss_ratio}{src.suffix}"
+                    write_prefix(src, args.rss_ratio, small)
+                    name = f"cbaudit-{args.rss_ratio}"
+                    tools.append(cbaudit_tool(cmd, small, work / "small.json", name))
+                    n_of[name] = min(args.rss_ratio, n)
+                if args.blis:
+                    write_blis_trace(rows, work / "blis-trace")
+                    tools.append(blis_tool(args.blis, blis_data, work / "blis-trace"))
+                    n_of["blis"] = n
+                if args.vidur:
+                    write_vidur_trace(rows, work / "vidur.csv")
+                    v = vidur_tool(
+                        args.vidur, work / "vidur.csv", work / "vidur-out", args.vidur_scheduler
+                    )
+                    tools.append(v)
+                    wall, rc, _, _, text = run_child(v.argv, v.cwd)
+                    print(f"  (vidur warm-up, untimed: {wall:.1f} s, exit {rc})")
+                    if rc != 0:
+                        print(text[-2000:])
+                        return 1
+                    shutil.rmtree(work / "vidur-out", ignore_errors=True)
+                    n_of[v.name] = n
+                print(f"\n{label}: {n} requests")
+                if not run_rounds(tools, args.rounds, n_of):
+                    return 1
+                if args.reference:
+                    same = (work / "fast.json").read_bytes() == (work / "ref.json").read_bytes()
+                    print(f"  fast path and --per-iteration reports byte-identical: {same}")
+                    if not same:
+                        return 1
+                for name, _ in others:
+                    same = (work / "fast.json").read_bytes() == (work / f"{name}.json").read_bytes()
+                    print(f"  {name} report byte-identical to cbaudit's: {same}")
+                    if not same:
+                        return 1
+                for tool in tools:
+                    print(summary(tool, n_of[tool.name]))
+                cb = tools[0]
+                mine = [cb] + [t for t in tools if t.name in names_of_others]
+                for peer in tools[1:]:
+                    if args.rss_ratio and peer.name == f"cbaudit-{args.rss_ratio}":
+                        ratio = max(cb.rss_kib) / max(peer.rss_kib)
+                        print(f"  peak RSS whole / first {args.rss_ratio} rows: x{ratio:.2f}")
+                        continue
+                    if peer.name in names_of_others:
+                        continue
+                    for me in mine:
+                        med = statistics.median(me.walls) / statistics.median(peer.walls)
+                        lo = min(me.walls) / min(peer.walls)
+                        print(
+                            f"  {me.name} / {peer.name}: wall time x{med:.2f} (median),"
+                            f" x{lo:.2f} (min); requests/s x{1 / med:.2f} (median)"
+                        )
     print(f"\n{load()}")
     if scratch is not None:
         scratch.cleanup()
