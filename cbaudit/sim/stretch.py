@@ -76,7 +76,11 @@ def _quiet(
     Chunk stretch (with `chunks`: the policy declares `chunk_stretch`, and `any_order`): the
     same, except that exactly one running request R had a prefill chunk at t that did not
     reach its prompt (R: ready, no output yet, no rows to rebuild), and the waiting queue may
-    hold requests (whether they stay behind is the policy's declaration, checked below)."""
+    hold requests (whether they stay behind is the policy's declaration, checked below).
+
+    Where requests wait and no chunk stretch can open, but every running request is a ready
+    decode that emitted at t, the full iteration at this cut is offered the decodes as a block
+    (`_offer_next`), as at a quiet cut where no stretch is taken."""
     plan = step.plan
     if plan.preempted or plan.rejected:
         return _NO
@@ -107,6 +111,13 @@ def _quiet(
             if item.phase is not _DECODE or item.end - item.start != 1:
                 return _NO
     if engine.waiting and partial is None:
+        # requests wait, so no decode stretch: the full iteration at this cut is still offered
+        # the running requests as a block when every one is a ready decode at its frontier
+        # (each had a row at t that emitted a token: `e >= 1`), as at a quiet cut
+        for r in running:
+            if not (r.ready and r.floor <= r.c and r.c == r.p + r.e - 1):
+                return _NO
+        _offer_next(engine, None)
         return _NO
     for r in running:
         if r is partial:

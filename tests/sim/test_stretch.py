@@ -21,6 +21,7 @@ from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.registry import POLICIES
 from cbaudit.policies.sarathi import SarathiServePolicy
 from cbaudit.policies.vllm_v1 import VllmV1Policy
+from cbaudit.sim import stretch as stretch_module
 from cbaudit.sim.cost_models import RooflineCostModel
 from cbaudit.sim.cost_unit import UnitCostModel
 from cbaudit.sim.engine import Engine, ReplayRun, Validation
@@ -649,17 +650,28 @@ def test_a_broken_view_at_a_stretch_start_is_reported_at_that_cut() -> None:
 def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
     options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """At every promise question, and at the full iteration right after a stretch that an
-    event ended, the engine offers the decodes as a block only when they are the running
-    list's prefix of ready decodes at their frontier with nothing to rebuild, and with the
-    blocks their rows open as `need` (`PlanBuilder.offer_block`'s declaration); vllm-v1 takes
-    the block in most of them, and the reports stay the per-iteration path's (decode and
-    chunk stretches, both cost models)."""
+    """At every promise question, at the full iteration right after a stretch that an event
+    ended, and at a full iteration whose cut has requests waiting and only ready decodes
+    running, the engine offers the decodes as a block only when they are the running list's
+    prefix of ready decodes at their frontier with nothing to rebuild, and with the blocks
+    their rows open as `need` (`PlanBuilder.offer_block`'s declaration); vllm-v1 takes the
+    block in most of them, and the reports stay the per-iteration path's (decode and chunk
+    stretches, both cost models)."""
     real = PlanBuilder.offer_block
     offers: list[int] = []
     taken: list[bool] = []
     in_full = [False]
     full_offers: list[int] = []
+    # the offers `_quiet` makes where requests wait (no decode stretch can open there): only
+    # then is `_offer_next` called for decodes alone with the queue not empty
+    waiting_offers: list[int] = []
+    real_offer_next = stretch_module._offer_next
+
+    def offer_next(engine: Engine, partial: Any) -> None:
+        if partial is None and engine.waiting:
+            waiting_offers.append(engine.iteration)
+        real_offer_next(engine, partial)
+
     real_choose = Engine.choose
 
     def choose(engine: Engine) -> Any:
@@ -695,6 +707,7 @@ def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
     monkeypatch.setattr(PlanBuilder, "offer_block", offer)
     monkeypatch.setattr(PlanBuilder, "take_block", take)
     monkeypatch.setattr(Engine, "choose", choose)
+    monkeypatch.setattr(stretch_module, "_offer_next", offer_next)
     for seed in SEEDS:
         for kind in ("unit", "roofline"):
             wl = _workload(seed, "ms")
@@ -703,6 +716,9 @@ def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
             assert _canonical(fast.report()) == _canonical(slow.report()), (seed, kind)
     assert len(offers) > 50 and sum(taken) > 0.8 * len(offers), (len(offers), sum(taken))
     assert 0 < len(full_offers) < len(offers)
+    # offers where requests wait behind a running list of decodes (saturated cuts) are made
+    # and held to the declaration above like the others
+    assert waiting_offers
 
 
 class _SelfOffer(VllmV1Policy):
