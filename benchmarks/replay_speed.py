@@ -1,7 +1,8 @@
 """Replay speed and memory on real request traces, side by side with peers, interleaved A B A B.
 
     .venv/bin/python benchmarks/replay_speed.py [--trace FILE]... [--rounds 5]
-        [--reference] [--limit N] [--rate-scale X]... [--blis BIN [--blis-data DIR]] [--vidur DIR]
+        [--reference] [--limit N] [--rate-scale X]... [--skip-failed]
+        [--blis BIN [--blis-data DIR]] [--vidur DIR]
         [--vidur-scheduler sarathi|vllm] [--rss-ratio N] [--python PY]... [--mypyc]
 
 Configuration (printed before the figures): vLLM-shaped scheduling (`vllm-v1`), token budget
@@ -14,7 +15,10 @@ docs/workloads.md), repeatable; the peers get the rows cbaudit's importer reads 
 `--rate-scale X` (repeatable) also runs every trace at X times its arrival rate: each arrival
 offset divided by X, rounded to the microsecond, the same rows written out for every tool (a
 Splitwise CSV for cbaudit). The traces' own load is one point; a trace you do not have may be
-busier, and the ratio to a peer changes with the load (docs/replay.md, "Load").
+busier, and the ratio to a peer changes with the load (docs/replay.md, "Eighth run").
+`--skip-failed` leaves out the rows of failed requests (0 output tokens: BurstGPT's
+`BurstGPT_1.csv` logs them; cbaudit refuses such a row otherwise), as a generator spec's
+`trace.skip_failed` does, and gives cbaudit the rows kept as a Splitwise CSV.
 
 Tools, each timed as a whole process, start to exit (interpreter start-up, imports, trace
 parse, replay, metrics, report written):
@@ -88,20 +92,25 @@ VIDUR_LOOP = re.compile(r"(\d\d:\d\d:\d\d) simulator\.py:\d+\] (Starting|Simulat
 Rows = list[tuple[Decimal, int, int]]
 
 
-def read_trace(path: Path, limit: int | None = None) -> Rows:
+def read_trace(path: Path, limit: int | None = None, skipped: list[int] | None = None) -> Rows:
     """(arrival s after the first row, prompt, output) of every request cbaudit reads from the
     trace, through cbaudit's own importer: any format it reads (Splitwise/Vidur, Azure 2023 and
-    2024, BurstGPT, Mooncake JSON Lines), and the very rows the peers are then given."""
+    2024, BurstGPT, Mooncake JSON Lines), and the very rows the peers are then given. With
+    `skipped` (a list), the failed rows (0 output tokens, as BurstGPT logs them) are left out
+    and their line numbers appended to it, as a generator spec's `skip_failed` does."""
     from cbaudit.model import InputError
     from cbaudit.sim.importers import iter_trace_rows
 
     try:
         rows = [
             (r.arrival_ms / 1000, r.prompt_tokens, r.output_tokens)
-            for r in iter_trace_rows(path, limit=limit)
+            for r in iter_trace_rows(
+                path, limit=limit, skip_failed=skipped is not None, skipped=skipped
+            )
         ]
     except InputError as err:
-        sys.exit(f"cbaudit refuses the trace, so it cannot be compared: {err}")
+        hint = " (here: --skip-failed)" if skipped is None and "skip_failed" in str(err) else ""
+        sys.exit(f"cbaudit refuses the trace, so it cannot be compared: {err}{hint}")
     t0 = rows[0][0]
     return [(t - t0, p, d) for t, p, d in rows]
 
@@ -439,6 +448,11 @@ def main() -> int:
     ap.add_argument("--vidur-scheduler", choices=("sarathi", "vllm"), default="sarathi")
     ap.add_argument("--rss-ratio", type=int, metavar="N", help="peak RSS: whole trace / first N")
     ap.add_argument(
+        "--skip-failed",
+        action="store_true",
+        help="leave out failed rows (0 output tokens, as BurstGPT logs them) for every tool",
+    )
+    ap.add_argument(
         "--rate-scale",
         type=rate_scale,
         action="append",
@@ -502,7 +516,10 @@ def main() -> int:
     names_of_others = {name for name, _ in others}
     scales: list[Decimal | None] = list(args.rate_scale or [None])
     for trace in traces:
-        rows_read = read_trace(trace, args.limit)
+        failed: list[int] | None = [] if args.skip_failed else None
+        rows_read = read_trace(trace, args.limit, failed)
+        if failed:
+            print(f"\n{trace.name}: {len(failed)} failed rows (0 output tokens) left out")
         for rate in scales:
             rows = rows_read if rate is None or rate == 1 else scaled(rows_read, rate)
             label = trace.name if rate is None else f"{trace.name} at x{rate} its arrival rate"
@@ -510,8 +527,8 @@ def main() -> int:
             with tempfile.TemporaryDirectory(prefix="replay-speed-") as tmp:
                 work = Path(tmp)
                 src = trace
-                if rows is not rows_read:  # the scaled rows, as a trace of their own
-                    src = work / f"{trace.stem}-x{rate}.csv"
+                if rows is not rows_read or failed:  # these rows as a trace of their own
+                    src = work / f"{trace.stem}-rows.csv"
                     write_splitwise(rows, src)
                 elif args.limit:
                     src = work / trace.name

@@ -80,6 +80,35 @@ def test_the_scaled_trace_cbaudit_reads_is_the_scaled_rows(
     assert speed.read_trace(out) == rows
 
 
+def _burstgpt(tmp_path: Path) -> Path:
+    path = tmp_path / "burst.csv"
+    path.write_text(
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+        "5,ChatGPT,472,18,490,Conversation log\n"
+        "6,ChatGPT,1087,0,1087,Conversation log\n"
+        "9,GPT-4,200,31,231,API log\n"
+    )
+    return path
+
+
+def test_failed_rows_are_refused_unless_left_out(speed: ModuleType, tmp_path: Path) -> None:
+    """A BurstGPT file with a failed request (0 response tokens) stops the benchmark, naming
+    cbaudit's refusal; `--skip-failed` (a `skipped` list) leaves the row out for every tool."""
+    path = _burstgpt(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        speed.read_trace(path)
+    message = str(stop.value)
+    assert "TRACE.BAD_ROW" in message and "cannot be compared" in message
+    assert message.endswith("(here: --skip-failed)")
+    skipped: list[int] = []
+    rows = speed.read_trace(path, None, skipped)
+    assert rows == [(Decimal("0"), 472, 18), (Decimal("4"), 200, 31)]
+    assert skipped == [3]  # the file's third line
+    out = tmp_path / "kept.csv"
+    speed.write_splitwise(rows, out)
+    assert speed.read_trace(out) == rows
+
+
 @pytest.mark.parametrize("text", ["0", "-1", "nan", "inf", "x"])
 def test_a_rate_scale_must_be_a_positive_number(speed: ModuleType, text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
