@@ -435,6 +435,98 @@ def run_rounds(tools: list[Tool], rounds: int, n_of: dict[str, int]) -> bool:
     return True
 
 
+@dataclass
+class Setup:
+    """What every measured trace shares: the options, cbaudit's command, the other cbaudit
+    builds (name, command) and where some of them run, and BLIS's data folder."""
+
+    args: argparse.Namespace
+    cmd: list[str]
+    others: list[tuple[str, list[str]]]
+    placed: dict[str, tuple[Path, dict[str, str]]]
+    blis_data: Path | None
+
+
+def measure(setup: Setup, trace: Path, rows: Rows, label: str, *, own: bool) -> bool:
+    """Time every tool on `rows` (read from `trace`; with `own`, not the file's rows as they
+    are, so cbaudit gets them as a Splitwise CSV), interleaved, and print the figures; False
+    when a run failed or the reports that must match do not."""
+    args, cmd, others, placed = setup.args, setup.cmd, setup.others, setup.placed
+    names_of_others = {name for name, _ in others}
+    n = len(rows)
+    with tempfile.TemporaryDirectory(prefix="replay-speed-") as tmp:
+        work = Path(tmp)
+        src = trace
+        if own:
+            src = work / f"{trace.stem}-rows.csv"
+            write_splitwise(rows, src)
+        elif args.limit:
+            src = work / trace.name
+            write_prefix(trace, args.limit, src)
+        tools = [cbaudit_tool(cmd, src, work / "fast.json", "cbaudit")]
+        if args.reference:
+            ref = cbaudit_tool(cmd, src, work / "ref.json", "cbaudit-ref", "--per-iteration")
+            tools.append(ref)
+        for name, other in others:
+            tools.append(cbaudit_tool(other, src, work / f"{name}.json", name))
+            if name in placed:
+                tools[-1].cwd, tools[-1].env = placed[name]
+        n_of = dict.fromkeys((t.name for t in tools), n)
+        if args.rss_ratio:
+            small = work / f"first{args.rss_ratio}{src.suffix}"
+            write_prefix(src, args.rss_ratio, small)
+            name = f"cbaudit-{args.rss_ratio}"
+            tools.append(cbaudit_tool(cmd, small, work / "small.json", name))
+            n_of[name] = min(args.rss_ratio, n)
+        if args.blis and setup.blis_data is not None:
+            write_blis_trace(rows, work / "blis-trace")
+            tools.append(blis_tool(args.blis, setup.blis_data, work / "blis-trace"))
+            n_of["blis"] = n
+        if args.vidur:
+            write_vidur_trace(rows, work / "vidur.csv")
+            v = vidur_tool(args.vidur, work / "vidur.csv", work / "vidur-out", args.vidur_scheduler)
+            tools.append(v)
+            wall, rc, _, _, text = run_child(v.argv, v.cwd)
+            print(f"  (vidur warm-up, untimed: {wall:.1f} s, exit {rc})")
+            if rc != 0:
+                print(text[-2000:])
+                return False
+            shutil.rmtree(work / "vidur-out", ignore_errors=True)
+            n_of[v.name] = n
+        print(f"\n{label}: {n} requests")
+        if not run_rounds(tools, args.rounds, n_of):
+            return False
+        if args.reference:
+            same = (work / "fast.json").read_bytes() == (work / "ref.json").read_bytes()
+            print(f"  fast path and --per-iteration reports byte-identical: {same}")
+            if not same:
+                return False
+        for name, _ in others:
+            same = (work / "fast.json").read_bytes() == (work / f"{name}.json").read_bytes()
+            print(f"  {name} report byte-identical to cbaudit's: {same}")
+            if not same:
+                return False
+        for tool in tools:
+            print(summary(tool, n_of[tool.name]))
+        cb = tools[0]
+        mine = [cb] + [t for t in tools if t.name in names_of_others]
+        for peer in tools[1:]:
+            if args.rss_ratio and peer.name == f"cbaudit-{args.rss_ratio}":
+                ratio = max(cb.rss_kib) / max(peer.rss_kib)
+                print(f"  peak RSS whole / first {args.rss_ratio} rows: x{ratio:.2f}")
+                continue
+            if peer.name in names_of_others:
+                continue
+            for me in mine:
+                med = statistics.median(me.walls) / statistics.median(peer.walls)
+                lo = min(me.walls) / min(peer.walls)
+                print(
+                    f"  {me.name} / {peer.name}: wall time x{med:.2f} (median),"
+                    f" x{lo:.2f} (min); requests/s x{1 / med:.2f} (median)"
+                )
+    return True
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, action="append")
@@ -513,8 +605,8 @@ def main() -> int:
         compile_bytecode(built / "cbaudit", env)
         others.append(("cbaudit-mypyc", [sys.executable, "-m", "cbaudit"]))
         placed["cbaudit-mypyc"] = (built, env)
-    names_of_others = {name for name, _ in others}
     scales: list[Decimal | None] = list(args.rate_scale or [None])
+    setup = Setup(args, cmd, others, placed, blis_data)
     for trace in traces:
         failed: list[int] | None = [] if args.skip_failed else None
         rows_read = read_trace(trace, args.limit, failed)
@@ -523,81 +615,10 @@ def main() -> int:
         for rate in scales:
             rows = rows_read if rate is None or rate == 1 else scaled(rows_read, rate)
             label = trace.name if rate is None else f"{trace.name} at x{rate} its arrival rate"
-            n = len(rows)
-            with tempfile.TemporaryDirectory(prefix="replay-speed-") as tmp:
-                work = Path(tmp)
-                src = trace
-                if rows is not rows_read or failed:  # these rows as a trace of their own
-                    src = work / f"{trace.stem}-rows.csv"
-                    write_splitwise(rows, src)
-                elif args.limit:
-                    src = work / trace.name
-                    write_prefix(trace, args.limit, src)
-                tools = [cbaudit_tool(cmd, src, work / "fast.json", "cbaudit")]
-                if args.reference:
-                    ref = cbaudit_tool(
-                        cmd, src, work / "ref.json", "cbaudit-ref", "--per-iteration"
-                    )
-                    tools.append(ref)
-                for name, other in others:
-                    tools.append(cbaudit_tool(other, src, work / f"{name}.json", name))
-                    if name in placed:
-                        tools[-1].cwd, tools[-1].env = placed[name]
-                n_of = dict.fromkeys((t.name for t in tools), n)
-                if args.rss_ratio:
-                    small = work / f"first{args.rss_ratio}{src.suffix}"
-                    write_prefix(src, args.rss_ratio, small)
-                    name = f"cbaudit-{args.rss_ratio}"
-                    tools.append(cbaudit_tool(cmd, small, work / "small.json", name))
-                    n_of[name] = min(args.rss_ratio, n)
-                if args.blis:
-                    write_blis_trace(rows, work / "blis-trace")
-                    tools.append(blis_tool(args.blis, blis_data, work / "blis-trace"))
-                    n_of["blis"] = n
-                if args.vidur:
-                    write_vidur_trace(rows, work / "vidur.csv")
-                    v = vidur_tool(
-                        args.vidur, work / "vidur.csv", work / "vidur-out", args.vidur_scheduler
-                    )
-                    tools.append(v)
-                    wall, rc, _, _, text = run_child(v.argv, v.cwd)
-                    print(f"  (vidur warm-up, untimed: {wall:.1f} s, exit {rc})")
-                    if rc != 0:
-                        print(text[-2000:])
-                        return 1
-                    shutil.rmtree(work / "vidur-out", ignore_errors=True)
-                    n_of[v.name] = n
-                print(f"\n{label}: {n} requests")
-                if not run_rounds(tools, args.rounds, n_of):
-                    return 1
-                if args.reference:
-                    same = (work / "fast.json").read_bytes() == (work / "ref.json").read_bytes()
-                    print(f"  fast path and --per-iteration reports byte-identical: {same}")
-                    if not same:
-                        return 1
-                for name, _ in others:
-                    same = (work / "fast.json").read_bytes() == (work / f"{name}.json").read_bytes()
-                    print(f"  {name} report byte-identical to cbaudit's: {same}")
-                    if not same:
-                        return 1
-                for tool in tools:
-                    print(summary(tool, n_of[tool.name]))
-                cb = tools[0]
-                mine = [cb] + [t for t in tools if t.name in names_of_others]
-                for peer in tools[1:]:
-                    if args.rss_ratio and peer.name == f"cbaudit-{args.rss_ratio}":
-                        ratio = max(cb.rss_kib) / max(peer.rss_kib)
-                        print(f"  peak RSS whole / first {args.rss_ratio} rows: x{ratio:.2f}")
-                        continue
-                    if peer.name in names_of_others:
-                        continue
-                    for me in mine:
-                        med = statistics.median(me.walls) / statistics.median(peer.walls)
-                        lo = min(me.walls) / min(peer.walls)
-                        print(
-                            f"  {me.name} / {peer.name}: wall time x{med:.2f} (median),"
-                            f" x{lo:.2f} (min); requests/s x{1 / med:.2f} (median)"
-                        )
+            # rows that are not the file's own (scaled, or failed ones left out) are given to
+            # cbaudit as a trace of their own
+            if not measure(setup, trace, rows, label, own=rows is not rows_read or bool(failed)):
+                return 1
     print(f"\n{load()}")
     if scratch is not None:
         scratch.cleanup()
