@@ -110,21 +110,18 @@ def _quiet(
         for item in items:
             if item.phase is not _DECODE or item.end - item.start != 1:
                 return _NO
-    if engine.waiting and partial is None:
-        # requests wait, so no decode stretch: the full iteration at this cut is still offered
-        # the running requests as a block when every one is a ready decode at its frontier
-        # (each had a row at t that emitted a token: `e >= 1`), as at a quiet cut
-        for r in running:
-            if not (r.ready and r.floor <= r.c and r.c == r.p + r.e - 1):
-                return _NO
-        _offer_next(engine, None)
-        return _NO
     for r in running:
         if r is partial:
             if not r.ready or r.e != 0 or r.floor > r.c:
                 return _NO
         elif not (r.ready and r.floor <= r.c and r.c == r.p + r.e - 1):
             return _NO
+    if engine.waiting and partial is None:
+        # requests wait, so no decode stretch: the full iteration at this cut is still offered
+        # the running requests, every one a ready decode at its frontier (each had a row at t
+        # that emitted a token: `e >= 1`), as a block, as at a quiet cut
+        _offer_next(engine, None)
+        return _NO
     return True, partial
 
 
