@@ -123,7 +123,8 @@ def scaled(rows: Rows, rate: Decimal) -> Rows:
 
 
 def write_splitwise(rows: Rows, path: Path) -> None:
-    """`rows` as a Splitwise CSV (arrival seconds, prompt, output), which cbaudit reads."""
+    """`rows` as a Splitwise CSV (arrival seconds, prompt, output): the trace Vidur's replay
+    generator reads, and the one cbaudit is given for rows that are not the file's own."""
     with path.open("w", encoding="utf-8") as fh:
         fh.write("arrived_at,num_prefill_tokens,num_decode_tokens\n")
         for t, p, d in rows:
@@ -174,13 +175,6 @@ def write_blis_trace(rows: Rows, prefix: Path) -> None:
         for i, (t, p, d) in enumerate(rows):
             us = int((t * 1_000_000).to_integral_value())
             fh.write(f"{i},trace,,,,0,,0,false,{p},{d},{p},0,0,0,0,,0,0,{us},{us},0,0,0,ok,,\n")
-
-
-def write_vidur_trace(rows: Rows, path: Path) -> None:
-    with path.open("w") as fh:
-        fh.write("arrived_at,num_prefill_tokens,num_decode_tokens\n")
-        for t, p, d in rows:
-            fh.write(f"{t},{p},{d}\n")
 
 
 @dataclass
@@ -483,7 +477,7 @@ def measure(setup: Setup, trace: Path, rows: Rows, label: str, *, own: bool) -> 
             tools.append(blis_tool(args.blis, setup.blis_data, work / "blis-trace"))
             n_of["blis"] = n
         if args.vidur:
-            write_vidur_trace(rows, work / "vidur.csv")
+            write_splitwise(rows, work / "vidur.csv")
             v = vidur_tool(args.vidur, work / "vidur.csv", work / "vidur-out", args.vidur_scheduler)
             tools.append(v)
             wall, rc, _, _, text = run_child(v.argv, v.cwd)
