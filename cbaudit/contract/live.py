@@ -12,7 +12,12 @@ straight to the engine's own request objects, and keeps what it already knows:
 * the declared tie-break key of each (request, phase) is computed once;
 * waiting requests sit in a heap by declared key, so the "no ready request ranked ahead of
   selected work is skipped without a reason" rule visits the running requests and only the
-  waiting ones ranked below the worst selected key, never the whole queue.
+  waiting ones ranked below the worst selected key, never the whole queue;
+* a row of a decode block the engine offered (an item of the `vouched` class) has its own
+  fields tested (interval, phase, snapshot, key), and its request's state (ready, live,
+  running, a decode at its frontier) is taken from the engine's word at the offer; its result
+  is tested against the output clock and the cap, after which its view needs no new check
+  (docs/replay.md, "Vouched block rows").
 
 It returns the issues `check_state` + `check_plan` (and `check_result`) return for the records
 the engine would publish, in the same order. Record fields that the engine derives rather than
@@ -99,6 +104,9 @@ _PREFILL = Phase.PREFILL_CHUNK
 _DECODE = Phase.DECODE_ROW
 _REBUILD = Phase.RECOMPUTE_CHUNK
 _FINISHED = Queue.FINISHED
+# what `_check_items` records for a row the engine vouched (`vouched`): a decode whose e and c
+# at the cut are those `check_result` is given as before (nothing runs between the two)
+_VOUCHED: _Published = (_DECODE, -2, -2, True)
 
 
 class LiveContract:
@@ -110,7 +118,10 @@ class LiveContract:
     it publishes none). The engine calls
     `enter_waiting` when a request joins the waiting queue, `touch` when any other field of a
     published view changes, `check_plan` once per decision and `check_result` after executing
-    that plan (which touches every executed request).
+    that plan (which touches every executed request but a vouched decode row's whose result
+    passes). `vouched`: the class of the items the engine writes for an offered decode block
+    (`policies.base.BlockRow`; None: none are vouched for), honoured when the cut publishes
+    the running queue.
     """
 
     def __init__(
@@ -119,9 +130,11 @@ class LiveContract:
         published: Collection[Queue] = (Queue.WAITING, Queue.RUNNING),
         *,
         unstated_reason: str | None = None,
+        vouched: type | None = None,
     ) -> None:
         self.workload = workload
         self._unstated = unstated_reason
+        self._vouched = vouched if Queue.RUNNING in published else None
         self._queues = frozenset(published)
         self._waiting = self._queues & {Queue.WAITING}
         tie_break = workload.policy.tie_break
@@ -317,11 +330,35 @@ class LiveContract:
         worst: TieBreakKey | None = None
         ordered = True
         published = self._published = []
+        vouched = self._vouched
         for i, item in enumerate(plan.items):
             r = item.req
             idx = r.idx
             start = item.start
             end = item.end
+            if (
+                type(item) is vouched
+                and r.c == start
+                and end == start + 1
+                and item.phase is _DECODE
+                and item.snapshot == r.snapshot
+                and idx not in seen
+            ):
+                # a row of a decode block the engine offered (`vouched`): the request is a
+                # ready, live, running decode at its frontier by the engine's word (`e >= 1`,
+                # `c = p + e - 1`), so the row [c, c + 1) is its legal decode work
+                seen.add(idx)
+                tokens += 1
+                published.append(_VOUCHED)
+                hit = decode_keys.get(idx)
+                key = hit[1] if hit is not None and hit[0] == r.gen else self.key(r, _DECODE)
+                if item.key != key:
+                    out.append(forged_key_issue(i, r.rid, tuple(item.key), key))
+                if worst is None or key >= worst:
+                    worst = key
+                else:
+                    ordered = False
+                continue
             if (
                 r.c == start < end
                 and r.ready
@@ -408,7 +445,7 @@ class LiveContract:
                 for i, (item, (phase, e, _, _)) in enumerate(
                     zip(plan.items, published, strict=True)
                 )
-                if e >= 0
+                if e != -1  # (-1: no legal work; -2: a vouched row)
             ]
             out.extend(order_issues(keys))
         return seen, tokens, worst
@@ -587,6 +624,19 @@ class LiveContract:
             idx = r.idx
             lim = limits[idx] if idx in limits else self._limit(r)
             cap = None if lim is None else lim[1]  # max_output_tokens
+            if e == -2:  # a vouched decode row (`_check_items`): e and c at the cut are e0, c0
+                ae = r.e
+                if lim is not None and r.c == item.end and ae == e0 + 1 and ae <= lim[1]:
+                    # the output clock's one token, within the cap. Its view, unless it left
+                    # the cut (terminal), passes the common view test now (`_check_views`:
+                    # ready, declared prompt and generation, e within the cap, and
+                    # c = c0 + 1 = p + e - 1 < p + e since c0 = p + e0 - 1 at the cut), so it
+                    # is not marked changed; any other view is, and is checked at the next cut
+                    if r.terminal or not (r.ready and r.p == lim[0] and r.gen >= lim[2]):
+                        touched[idx] = r
+                    continue
+                e = e0
+                c = c0
             touched[idx] = r
             start = item.start
             end = item.end

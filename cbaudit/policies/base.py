@@ -108,6 +108,17 @@ class Plan:
     rejected: list[LiveRequest] = field(default_factory=list)  # admission refused: terminal
 
 
+class BlockRow(PlanItem):
+    """A decode row of a block the engine offered and vouched for (`PlanBuilder.offer_block`,
+    `vouch_offer`), as `take_block` selects it and `_write_block` writes it out: the interval
+    `[c, c + 1)` of a request that is a ready, live, running decode at its frontier. The
+    contract's live validator is told this class (`LiveContract(vouched=...)`) and, for such
+    an item, tests the fields the item carries and takes the request's state from the
+    engine's word."""
+
+    __slots__ = ()
+
+
 KeyFn = Callable[[LiveRequest, Phase], tuple[Any, ...]]
 _ITEM_KEY = attrgetter("key")
 
@@ -124,6 +135,7 @@ class PlanBuilder:
         "_rows",
         "_state_pool",
         "_synced",
+        "_vouched",
         "admitted",
         "block_offer",
         "block_size",
@@ -170,10 +182,12 @@ class PlanBuilder:
         self.state_slots_left: int | None = pool.free if pool is not None else None
         # A decode block (`offer_block`): the engine may offer the first `block_offer` running
         # requests of the view as one block of decode rows; `_block` is the number taken by
-        # `take_block` and not yet written out as items (0: none)
+        # `take_block` and not yet written out as items (0: none); `_vouched`: the offer is
+        # the engine's (`vouch_offer`), so its rows are written out as `BlockRow`s
         self.block_offer = 0
         self._offer_need = 0
         self._block = 0
+        self._vouched = False
 
     @property
     def items(self) -> list[PlanItem]:
@@ -188,10 +202,20 @@ class PlanBuilder:
         stretch's promise question: docs/replay.md, "Decode blocks"). The engine vouches that
         each of them is a ready decode at its frontier (`e >= 1`, `c = p + e - 1`, no rows to
         rebuild) and that `need` of their one-row steps `[c, c + 1)` open a K/V block
-        (`c % block_size == 0`; 0 without a K/V pool). For the engine: at a promise question
-        a block the policy offered itself is not believed (`stretch._promise_holds`)."""
+        (`c % block_size == 0`; 0 without a K/V pool), and that each is live (not terminal)
+        and in the running queue (`vouch_offer` says so for the contract). For the engine: at
+        a promise question a block the policy offered itself is not believed
+        (`stretch._promise_holds`), and its rows are checked in full."""
         self.block_offer = n
         self._offer_need = need
+        self._vouched = False
+
+    def vouch_offer(self) -> None:
+        """The engine's word for the block offered last (`offer_block`): its rows are written
+        out as `BlockRow`s, whose requests' state the contract's live validator takes on this
+        word. Only the engine calls it, right after its own offer and before the policy gets
+        the builder; a later `offer_block` (a policy offering itself a block) withdraws it."""
+        self._vouched = True
 
     def take_block(self) -> bool:
         """Select one decode row `[c, c + 1)` for each request of the offered block, as `take`
@@ -239,10 +263,11 @@ class PlanBuilder:
         by_request = self._request_key
         key_fn = self.key_fn
         rows: list[PlanItem] = []
+        row = BlockRow if self._vouched else PlanItem
         for req in self.view.running[:n]:
             start = req.c
             # `take`'s item for a decode row (`e >= 1`, `start = p + e - 1`, one row)
-            item = PlanItem()
+            item = row()
             item.req = req
             item.start = start
             item.end = start + 1

@@ -48,6 +48,7 @@ from cbaudit.contract.workload_records import (
 )
 from cbaudit.model import InputError
 from cbaudit.policies.base import (
+    BlockRow,
     BudgetsView,
     Plan,
     PlanBuilder,
@@ -518,7 +519,9 @@ class Engine:
         """Set up the first cut: the initial views, the arrival order, the trace header, and
         the refusal of a replay that could never end."""
         if self._contract is not None:
-            self.live = LiveContract(self._contract, unstated_reason=UNSTATED_REASON)
+            self.live = LiveContract(
+                self._contract, unstated_reason=UNSTATED_REASON, vouched=BlockRow
+            )
         n = self.table.n
         if self.initial:
             self._apply_initial()
@@ -658,6 +661,7 @@ class Engine:
             self.decode_block = None
             if block[0] == self.iteration:  # (nothing has run since: the same requests)
                 builder.offer_block(block[1], block[2])
+                builder.vouch_offer()
         self.policy.choose(view, builder)
         return builder.build()
 

@@ -549,6 +549,7 @@ def _promise_holds(
         offered = len(running) - (partial is not None)
         if offered and (partial is None or running[offered] is partial):
             builder.offer_block(offered, need)
+            builder.vouch_offer()
         else:
             offered = 0
         engine.policy.choose(view, builder)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cbaudit.contract.records import Phase
+from cbaudit.contract.records import Phase, Queue
 from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.registry import POLICIES
 from cbaudit.policies.sarathi import SarathiServePolicy
@@ -687,6 +687,8 @@ def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
         assert n >= 1 and len(running) - n in (0, 1)
         for r in decodes:
             assert r.ready and r.e >= 1 and r.c == r.p + r.e - 1 and r.floor <= r.c, r
+            # the rest of what the contract takes on this word for the rows (`BlockRow`)
+            assert not r.terminal and r.queue is Queue.RUNNING, r
         bs = plan.block_size
         expect = (
             0 if bs is None or plan.free_blocks is None else sum(r.c % bs == 0 for r in decodes)
