@@ -336,6 +336,7 @@ class LiveContract:
             idx = r.idx
             start = item.start
             end = item.end
+            legal = False
             if (
                 type(item) is vouched
                 and r.c == start
@@ -347,19 +348,11 @@ class LiveContract:
                 # a row of a decode block the engine offered (`vouched`): the request is a
                 # ready, live, running decode at its frontier by the engine's word (`e >= 1`,
                 # `c = p + e - 1`), so the row [c, c + 1) is its legal decode work
-                seen.add(idx)
-                tokens += 1
-                published.append(_VOUCHED)
-                hit = decode_keys.get(idx)
-                key = hit[1] if hit is not None and hit[0] == r.gen else self.key(r, _DECODE)
-                if item.key != key:
-                    out.append(forged_key_issue(i, r.rid, tuple(item.key), key))
-                if worst is None or key >= worst:
-                    worst = key
-                else:
-                    ordered = False
-                continue
-            if (
+                legal = True
+                annotated = _DECODE
+                table = decode_keys
+                entry = _VOUCHED
+            elif (
                 r.c == start < end
                 and r.ready
                 and not r.terminal
@@ -382,19 +375,20 @@ class LiveContract:
                         # start < end <= p + e and start != last: a rebuild (start < last)
                         legal = annotated is _REBUILD and end <= last + 1
                         table = self._rebuild_keys
-                if legal:
-                    seen.add(idx)
-                    tokens += end - start
-                    published.append((annotated, e, start, True))
-                    hit = table.get(idx)
-                    key = hit[1] if hit is not None and hit[0] == r.gen else self.key(r, annotated)
-                    if item.key != key:
-                        out.append(forged_key_issue(i, r.rid, tuple(item.key), key))
-                    if worst is None or key >= worst:
-                        worst = key
-                    else:
-                        ordered = False
-                    continue
+                entry = (annotated, e, start, True)
+            if legal:
+                seen.add(idx)
+                tokens += end - start
+                published.append(entry)
+                hit = table.get(idx)
+                key = hit[1] if hit is not None and hit[0] == r.gen else self.key(r, annotated)
+                if item.key != key:
+                    out.append(forged_key_issue(i, r.rid, tuple(item.key), key))
+                if worst is None or key >= worst:
+                    worst = key
+                else:
+                    ordered = False
+                continue
             rid = r.rid
             if idx in seen:
                 out.append(duplicate_issue(i, rid))
