@@ -20,18 +20,19 @@ from cbaudit.sim.engine import Engine, Executed, Validation
 from tests.sim.test_stretch import SEEDS, _alike_on_both_paths, _cost, _run, _workload
 
 
-def _count_block_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Patch `PlanBuilder._write_block` to count the `BlockRow`s it writes out; returns the
-    one-element counter."""
-    seen = [0]
+def _written_block_rows(monkeypatch: pytest.MonkeyPatch) -> list[type]:
+    """Patch `PlanBuilder._write_block` to record the type of each row of a taken block it
+    writes out (`BlockRow` for a block the engine vouched for); returns the record."""
+    written: list[type] = []
     real = PlanBuilder._write_block
 
     def write(plan: PlanBuilder) -> None:
+        n = len(plan.rows_besides_block())
         real(plan)
-        seen[0] += sum(type(item) is BlockRow for item in plan.rows_besides_block())
+        written.extend(type(item) for item in plan.items[: len(plan.items) - n])
 
     monkeypatch.setattr(PlanBuilder, "_write_block", write)
-    return seen
+    return written
 
 
 def _checked_twice(wl: Any, policy: Any) -> Engine:
@@ -49,11 +50,11 @@ def test_vouched_rows_get_the_record_validators_verdict(monkeypatch: pytest.Monk
     """On generated workloads the live validator, taking the block rows on the engine's
     word, finds exactly what the record validators find on the full records of the same
     cuts: nothing."""
-    seen = _count_block_rows(monkeypatch)
+    written = _written_block_rows(monkeypatch)
     for seed in SEEDS:
         engine = _checked_twice(_workload(seed, "ms"), VllmV1Policy({}))
         assert engine.findings == [], seed
-    assert seen[0] > 200, seen
+    assert set(written) == {BlockRow} and len(written) > 200, (set(written), len(written))
 
 
 class _Tamper(VllmV1Policy):
@@ -189,15 +190,7 @@ def test_a_block_the_policy_offers_itself_is_checked_in_full(
 ) -> None:
     """Its rows are ordinary items (no `BlockRow`), and a row it takes that is not decode
     work (a chunking request's) is a plan finding."""
-    written: list[type] = []
-    real = PlanBuilder._write_block
-
-    def write(plan: PlanBuilder) -> None:
-        n = len(plan.rows_besides_block())
-        real(plan)
-        written.extend(type(item) for item in plan.items[: len(plan.items) - n])
-
-    monkeypatch.setattr(PlanBuilder, "_write_block", write)
+    written = _written_block_rows(monkeypatch)
     codes: set[str] = set()
     for seed in SEEDS:
         engine = Engine(
