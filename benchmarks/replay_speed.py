@@ -1,7 +1,7 @@
 """Replay speed and memory on real request traces, side by side with peers, interleaved A B A B.
 
     .venv/bin/python benchmarks/replay_speed.py [--trace FILE]... [--rounds 5]
-        [--reference] [--limit N] [--rate-scale X]... [--skip-failed]
+        [--reference] [--limit N]... [--rate-scale X]... [--skip-failed]
         [--blis BIN [--blis-data DIR]] [--vidur DIR]
         [--vidur-scheduler sarathi|vllm] [--rss-ratio N] [--python PY]... [--mypyc]
 
@@ -16,6 +16,9 @@ docs/workloads.md), repeatable; the peers get the rows cbaudit's importer reads 
 offset divided by X, rounded to the microsecond, the same rows written out for every tool (a
 Splitwise CSV for cbaudit). The traces' own load is one point; a trace you do not have may be
 busier, and the ratio to a peer changes with the load (docs/replay.md, "Eighth run").
+`--limit N` (repeatable) measures only the first N rows of each trace, once per N: the ratio
+to a peer also changes with the trace's size, since start-up weighs more on a small trace
+(docs/replay.md, "Tenth run").
 `--skip-failed` leaves out the rows of failed requests (0 output tokens: BurstGPT's
 `BurstGPT_1.csv` logs them; cbaudit refuses such a row otherwise), as a generator spec's
 `trace.skip_failed` does, and gives cbaudit the rows kept as a Splitwise CSV.
@@ -131,6 +134,17 @@ def write_splitwise(rows: Rows, path: Path) -> None:
             fh.write(f"{t},{p},{d}\n")
 
 
+def row_count(text: str) -> int:
+    """`--limit`'s value: a positive whole number of rows."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of rows: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"a row count must be at least 1: {text!r}")
+    return n
+
+
 def rate_scale(text: str) -> Decimal:
     """`--rate-scale`'s value: a positive decimal number."""
     try:
@@ -200,10 +214,13 @@ def run_child(
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
+        # reaped here (for its rusage), so the Popen object is told: it would otherwise
+        # believe the child still runs and warn when it is collected
+        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode(errors="replace")
     cpu = usage.ru_utime + usage.ru_stime
-    return wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss, cpu, text
+    return wall, proc.returncode, usage.ru_maxrss, cpu, text
 
 
 def compile_package() -> str:
@@ -441,10 +458,13 @@ class Setup:
     blis_data: Path | None
 
 
-def measure(setup: Setup, trace: Path, rows: Rows, label: str, *, own: bool) -> bool:
-    """Time every tool on `rows` (read from `trace`; with `own`, not the file's rows as they
-    are, so cbaudit gets them as a Splitwise CSV), interleaved, and print the figures; False
-    when a run failed or the reports that must match do not."""
+def measure(
+    setup: Setup, trace: Path, rows: Rows, label: str, *, own: bool, limit: int | None = None
+) -> bool:
+    """Time every tool on `rows` (read from `trace`, its first `limit` rows when given; with
+    `own`, not the file's rows as they are, so cbaudit gets them as a Splitwise CSV),
+    interleaved, and print the figures; False when a run failed or the reports that must match
+    do not."""
     args, cmd, others, placed = setup.args, setup.cmd, setup.others, setup.placed
     names_of_others = {name for name, _ in others}
     n = len(rows)
@@ -454,9 +474,9 @@ def measure(setup: Setup, trace: Path, rows: Rows, label: str, *, own: bool) -> 
         if own:
             src = work / f"{trace.stem}-rows.csv"
             write_splitwise(rows, src)
-        elif args.limit:
+        elif limit:
             src = work / trace.name
-            write_prefix(trace, args.limit, src)
+            write_prefix(trace, limit, src)
         tools = [cbaudit_tool(cmd, src, work / "fast.json", "cbaudit")]
         if args.reference:
             ref = cbaudit_tool(cmd, src, work / "ref.json", "cbaudit-ref", "--per-iteration")
@@ -525,7 +545,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, action="append")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--limit", type=int, help="only the first N rows of each trace")
+    ap.add_argument(
+        "--limit",
+        type=row_count,
+        action="append",
+        metavar="N",
+        help="only the first N rows of each trace (repeatable: one measurement per N)",
+    )
     ap.add_argument("--cbaudit", help="command that runs cbaudit (default: this Python -m)")
     ap.add_argument("--reference", action="store_true", help="also time --per-iteration")
     ap.add_argument("--blis", type=Path, help="BLIS binary (built outside the repository)")
@@ -601,18 +627,22 @@ def main() -> int:
         placed["cbaudit-mypyc"] = (built, env)
     scales: list[Decimal | None] = list(args.rate_scale or [None])
     setup = Setup(args, cmd, others, placed, blis_data)
+    limits: list[int | None] = list(args.limit or [None])
     for trace in traces:
-        failed: list[int] | None = [] if args.skip_failed else None
-        rows_read = read_trace(trace, args.limit, failed)
-        if failed:
-            print(f"\n{trace.name}: {len(failed)} failed rows (0 output tokens) left out")
-        for rate in scales:
-            rows = rows_read if rate is None or rate == 1 else scaled(rows_read, rate)
-            label = trace.name if rate is None else f"{trace.name} at x{rate} its arrival rate"
-            # rows that are not the file's own (scaled, or failed ones left out) are given to
-            # cbaudit as a trace of their own
-            if not measure(setup, trace, rows, label, own=rows is not rows_read or bool(failed)):
-                return 1
+        for limit in limits:
+            failed: list[int] | None = [] if args.skip_failed else None
+            rows_read = read_trace(trace, limit, failed)
+            name = trace.name if limit is None else f"{trace.name} (first {limit} rows)"
+            if failed:
+                print(f"\n{name}: {len(failed)} failed rows (0 output tokens) left out")
+            for rate in scales:
+                rows = rows_read if rate is None or rate == 1 else scaled(rows_read, rate)
+                label = name if rate is None else f"{name} at x{rate} its arrival rate"
+                # rows that are not the file's own (scaled, or failed ones left out) are given
+                # to cbaudit as a trace of their own
+                own = rows is not rows_read or bool(failed)
+                if not measure(setup, trace, rows, label, own=own, limit=limit):
+                    return 1
     print(f"\n{load()}")
     if scratch is not None:
         scratch.cleanup()

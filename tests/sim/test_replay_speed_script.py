@@ -117,3 +117,27 @@ def test_a_rate_scale_must_be_a_positive_number(speed: ModuleType, text: str) ->
 
 def test_a_rate_scale_reads_decimals(speed: ModuleType) -> None:
     assert speed.rate_scale("2.5") == Decimal("2.5")
+
+
+@pytest.mark.parametrize("text", ["0", "-3", "2.5", "x", ""])
+def test_a_row_limit_must_be_a_positive_whole_number(speed: ModuleType, text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        speed.row_count(text)
+
+
+def test_each_limit_is_measured_on_its_own_prefix(
+    speed: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--limit` is repeatable: one measurement per N, each on the trace's first N rows (the
+    whole command really runs, one round, no peer)."""
+    trace = _trace(tmp_path)
+    argv = ["replay_speed.py", "--trace", str(trace), "--rounds", "1", "--limit", "1"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--limit", "3"])
+    assert speed.main() == 0
+    out = capsys.readouterr().out
+    assert "t.csv (first 1 rows): 1 requests" in out
+    assert "t.csv (first 3 rows): 3 requests" in out
+    assert out.count("cbaudit        min") == 2
