@@ -110,7 +110,7 @@ class Plan:
 
 class BlockRow(PlanItem):
     """A decode row of a block the engine offered and vouched for (`PlanBuilder.offer_block`,
-    `vouch_offer`), as `take_block` selects it and `_write_block` writes it out: the interval
+    `vouched_block`), as `take_block` selects it and `_write_block` writes it out: the interval
     `[c, c + 1)` of a request that is a ready, live, running decode at its frontier. The
     contract's live validator is told this class (`LiveContract(vouched=...)`) and, for such
     an item, tests the fields the item carries and takes the request's state from the
@@ -150,7 +150,9 @@ class PlanBuilder:
         "view",
     )
 
-    def __init__(self, view: StateView, key_fn: KeyFn) -> None:
+    def __init__(
+        self, view: StateView, key_fn: KeyFn, *, vouched_block: tuple[int, int] | None = None
+    ) -> None:
         self.view = view
         self.key_fn = key_fn
         # `key_fn` as a function of the request alone, when it has one (a key of request
@@ -183,11 +185,17 @@ class PlanBuilder:
         # A decode block (`offer_block`): the engine may offer the first `block_offer` running
         # requests of the view as one block of decode rows; `_block` is the number taken by
         # `take_block` and not yet written out as items (0: none); `_vouched`: the offer is
-        # the engine's (`vouch_offer`), so its rows are written out as `BlockRow`s
+        # the engine's (`vouched_block`), so its rows are written out as `BlockRow`s
         self.block_offer = 0
         self._offer_need = 0
         self._block = 0
         self._vouched = False
+        if vouched_block is not None:
+            # the engine's offer, made with the builder and vouched for: `(n, need)` as
+            # `offer_block` takes them. No method gives the vouch afterwards, so a policy,
+            # which gets the builder made, cannot have a block of its own vouched for
+            self.block_offer, self._offer_need = vouched_block
+            self._vouched = True
 
     @property
     def items(self) -> list[PlanItem]:
@@ -203,19 +211,14 @@ class PlanBuilder:
         each of them is a ready decode at its frontier (`e >= 1`, `c = p + e - 1`, no rows to
         rebuild) and that `need` of their one-row steps `[c, c + 1)` open a K/V block
         (`c % block_size == 0`; 0 without a K/V pool), and that each is live (not terminal)
-        and in the running queue (`vouch_offer` says so for the contract). For the engine: at
-        a promise question a block the policy offered itself is not believed
-        (`stretch._promise_holds`), and its rows are checked in full."""
+        and in the running queue. The engine makes its offer with the builder
+        (`PlanBuilder(..., vouched_block=(n, need))`), which vouches for it to the contract;
+        an offer made with this method (a policy offering itself a block) is not vouched for,
+        withdraws any vouch, and its rows are checked in full. For the engine: at a promise
+        question a block the policy offered itself is not believed (`stretch._promise_holds`)."""
         self.block_offer = n
         self._offer_need = need
         self._vouched = False
-
-    def vouch_offer(self) -> None:
-        """The engine's word for the block offered last (`offer_block`): its rows are written
-        out as `BlockRow`s, whose requests' state the contract's live validator takes on this
-        word. Only the engine calls it, right after its own offer and before the policy gets
-        the builder; a later `offer_block` (a policy offering itself a block) withdraws it."""
-        self._vouched = True
 
     def take_block(self) -> bool:
         """Select one decode row `[c, c + 1)` for each request of the offered block, as `take`

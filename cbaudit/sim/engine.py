@@ -655,13 +655,13 @@ class Engine:
                     live.touch(r)
             self.free = swap.swap_in(self.free, self.budgets.kv_block_size)
         view = self.cut(self.version, self.iteration + 1, self.now, self.free)
-        builder = PlanBuilder(view, self.key_fn)
+        offer: tuple[int, int] | None = None
         block = self.decode_block
         if block is not None:  # the requests a stretch just left (`stretch._stretch`)
             self.decode_block = None
             if block[0] == self.iteration:  # (nothing has run since: the same requests)
-                builder.offer_block(block[1], block[2])
-                builder.vouch_offer()
+                offer = (block[1], block[2])
+        builder = PlanBuilder(view, self.key_fn, vouched_block=offer)
         self.policy.choose(view, builder)
         return builder.build()
 

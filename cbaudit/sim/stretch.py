@@ -529,10 +529,11 @@ def _promise_holds(
     "no ready request ranked ahead of selected work is left without a reason" gives the same
     answer at every cut.
 
-    The decodes are offered to the policy as one block (`PlanBuilder.offer_block`; `need`:
-    the blocks their rows at that cut open) when they are a prefix of the running list (all
-    of it, or all but a chunking request last in it); a block taken and not written out is
-    the predicted decode rows by construction (docs/replay.md, "Decode blocks").
+    The decodes are offered to the policy as one block, vouched for (the builder made with
+    `vouched_block=(n, need)`; `need`: the blocks their rows at that cut open), when they are
+    a prefix of the running list (all of it, or all but a chunking request last in it); a
+    block taken and not written out is the predicted decode rows by construction
+    (docs/replay.md, "Decode blocks").
 
     When the promise holds the requests are left at that cut, k - 1 iterations on (`_apply`
     carries out the last one); otherwise they are moved back."""
@@ -545,13 +546,10 @@ def _promise_holds(
         version = engine.version + k
         view = engine.cut(version, engine.iteration + k, now, free)
         key_fn = engine.key_fn
-        builder = PlanBuilder(view, key_fn)
         offered = len(running) - (partial is not None)
-        if offered and (partial is None or running[offered] is partial):
-            builder.offer_block(offered, need)
-            builder.vouch_offer()
-        else:
+        if not offered or (partial is not None and running[offered] is not partial):
             offered = 0
+        builder = PlanBuilder(view, key_fn, vouched_block=(offered, need) if offered else None)
         engine.policy.choose(view, builder)
         # the builder's lists as the plan would hold them (`build` only sorts the items by
         # their keys, which are compared one by one here, and sums their widths)

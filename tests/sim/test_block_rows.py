@@ -203,3 +203,28 @@ def test_a_block_the_policy_offers_itself_is_checked_in_full(
         codes |= {f.code for f in engine.findings}
     assert written and set(written) == {PlanItem}, set(written)
     assert codes & {"PLAN.PHASE.FORGED", "PLAN.INTERVAL.BEYOND_PROMPT"}, codes
+
+
+class _ReOffer(VllmV1Policy):
+    """vllm-v1 that, at every cut where the engine offered a block, offers the same block
+    again itself (the same `(n, need)`): the offer is then the policy's, not vouched for."""
+
+    def choose(self, view: StateView, plan: PlanBuilder) -> None:
+        if plan.block_offer:
+            plan.offer_block(*plan.offer())
+        super().choose(view, plan)
+
+
+def test_the_engines_block_offered_again_by_the_policy_is_not_vouched_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The vouch comes only with the builder the engine makes (`vouched_block`): any offer
+    the policy makes withdraws it, so the rows are ordinary items, checked in full, with the
+    same findings (none) as on the per-iteration path."""
+    written = _written_block_rows(monkeypatch)
+    for seed in SEEDS[:10]:
+        wl = _workload(seed, "ms")
+        fast = _run(wl, _ReOffer({}), _cost("roofline"), stretches=True)
+        slow = _run(wl, _ReOffer({}), _cost("roofline"), stretches=False)
+        assert [f.code for f in fast.findings] == [f.code for f in slow.findings] == [], seed
+    assert len(written) > 50 and set(written) == {PlanItem}, (len(written), set(written))

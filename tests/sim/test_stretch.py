@@ -654,10 +654,10 @@ def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
     ended, and at a full iteration whose cut has requests waiting and only ready decodes
     running, the engine offers the decodes as a block only when they are the running list's
     prefix of ready decodes at their frontier with nothing to rebuild, and with the blocks
-    their rows open as `need` (`PlanBuilder.offer_block`'s declaration); vllm-v1 takes the
-    block in most of them, and the reports stay the per-iteration path's (decode and chunk
-    stretches, both cost models)."""
-    real = PlanBuilder.offer_block
+    their rows open as `need` (`PlanBuilder.offer_block`'s declaration; the engine makes the
+    offer with the builder, `vouched_block`); vllm-v1 takes the block in most of them, and the
+    reports stay the per-iteration path's (decode and chunk stretches, both cost models)."""
+    real = PlanBuilder.__init__
     offers: list[int] = []
     taken: list[bool] = []
     in_full = [False]
@@ -681,6 +681,11 @@ def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
         finally:
             in_full[0] = False
 
+    def init(plan: PlanBuilder, view: Any, key_fn: Any, **kw: Any) -> None:
+        real(plan, view, key_fn, **kw)
+        if kw.get("vouched_block") is not None:
+            offer(plan, *kw["vouched_block"])
+
     def offer(plan: PlanBuilder, n: int, need: int) -> None:
         running = plan.view.running
         decodes = running[:n]
@@ -697,7 +702,6 @@ def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
         offers.append(n)
         if in_full[0]:
             full_offers.append(n)
-        real(plan, n, need)
 
     real_take = PlanBuilder.take_block
 
@@ -706,7 +710,7 @@ def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
         taken.append(got)
         return got
 
-    monkeypatch.setattr(PlanBuilder, "offer_block", offer)
+    monkeypatch.setattr(PlanBuilder, "__init__", init)
     monkeypatch.setattr(PlanBuilder, "take_block", take)
     monkeypatch.setattr(Engine, "choose", choose)
     monkeypatch.setattr(stretch_module, "_offer_next", offer_next)
