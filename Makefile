@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # The CPU build of torch that these machines carry; pinned so pip never reaches for a CUDA build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: all venv gate vllm-release test lint typecheck pytest browser clean
+.PHONY: all venv gate vllm-release verify-policies test lint typecheck pytest browser clean
 
 all: test
 
@@ -47,6 +47,21 @@ vllm-release: $(STAMP)
 	  $(VENV)/bin/cbaudit verify-pin $$pin --source "$$(ls .cache/vllm/vllm-0.23.0*.whl | head -n 1)" \
 	    || exit $$?; \
 	done
+
+# The replay engine believes a policy's stretch declaration only from the policy sources the
+# differential tests ran on (cbaudit/policies/verified_sources.json). After editing a policy:
+# the tests run against a candidate record of the sources as they are now, which replaces the
+# record only when they pass.
+VERIFY_TESTS = tests/sim/test_stretch.py tests/sim/test_block_rows.py \
+  tests/sim/test_stretch_walk.py tests/sim/test_stretch_claims.py \
+  tests/policies/test_vllm_v1_block.py
+CANDIDATE = $(CURDIR)/.cache/verified_sources.candidate.json
+verify-policies: $(STAMP)
+	@mkdir -p .cache
+	$(PY) -m cbaudit.policies.verified --write $(CANDIDATE)
+	CBAUDIT_VERIFIED_SOURCES=$(CANDIDATE) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) \
+	  --dist loadfile $(VERIFY_TESTS)
+	mv $(CANDIDATE) cbaudit/policies/verified_sources.json
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check cbaudit tests benchmarks

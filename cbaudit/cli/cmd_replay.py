@@ -5,6 +5,7 @@
 
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -196,6 +197,7 @@ def replay(
         base = output.parent if output is not None else Path(".")
         out_file = (samples_out, os.path.relpath(samples_out, base))
     sink = core.trace_file(trace_out) if trace_out is not None else nullcontext(None)
+    notes: list[str] = []
     with sink as trace, _progress_bar(quiet) as progress:
         report, _ = comparable.replay_report(
             loaded,
@@ -206,7 +208,10 @@ def replay(
             progress=progress,
             steps=steps,
             samples_out=out_file,
+            notes=notes,
         )
+    for note in notes:  # (even with --quiet: they say how far the report was checked)
+        sys.stderr.write(f"cbaudit: note: {note}\n")
     return emit(report, fmt, output, quiet, verbose)
 
 

@@ -57,6 +57,7 @@ from cbaudit.policies.base import (
     key_function,
 )
 from cbaudit.policies.budget import blocks_held
+from cbaudit.policies.verified import stretch_claim_refusal
 from cbaudit.sim.records_io import UNSTATED_REASON, plan_json, result_json, state_json
 from cbaudit.sim.request_table import (
     RequestStats,
@@ -140,6 +141,9 @@ class ReplayRun:
     slot_clock: bool  # True: one iteration per clock tick (the unit cost model)
     validation: Validation
     extra: dict[str, Any] = field(default_factory=dict)
+    # what the user should hear that is not part of the report (the report is the same either
+    # way): why the fast path was not taken, when a policy's stretch declaration was refused
+    notes: list[str] = field(default_factory=list)
 
     @property
     def requests(self) -> Sequence[LiveRequest]:
@@ -303,6 +307,7 @@ class Engine:
         step_observer: Callable[[Any], None] | None = None,
         stretches: bool = True,
         state_pool: Any = None,
+        trust_stretch_claim: bool = False,
     ) -> None:
         self.identity = identity_of(policy)
         # called with a step_trace.StepEvent after each executed iteration (replay --steps)
@@ -360,6 +365,15 @@ class Engine:
             and preemption is None
             and state_pool is None
         )
+        # ... and only from code whose declaration was verified (`cbaudit.policies.verified`:
+        # cbaudit's own policy classes, on the recorded sources, nothing rebound), unless the
+        # caller takes it on the policy's word (`trust_stretch_claim`: the fast path's own
+        # tests, which hold mutant policies to the promise question). Otherwise why not, for
+        # the replay to say (None: believed, or no stretch was asked for)
+        self.stretch_claim_refused: str | None = None
+        if self.stretches and not trust_stretch_claim:
+            self.stretch_claim_refused = stretch_claim_refusal(policy)
+            self.stretches = self.stretch_claim_refused is None
         # the cost model's totals form (`_model_ms`), else None
         self._totals: Callable[[int, int, int], float] | None = (
             getattr(cost, "totals_step_ms")  # noqa: B009 (not part of the StepCost protocol)
@@ -1108,6 +1122,14 @@ class Engine:
             slot_clock=self.slot_clock,
             validation=self.validation,
             extra={"preemption": self.preemption.report()} if self.preemption is not None else {},
+            notes=(
+                []
+                if self.stretch_claim_refused is None
+                else [
+                    "every iteration ran through the policy and the checks (no stretches):"
+                    f" {self.stretch_claim_refused}"
+                ]
+            ),
         )
 
     # ------------------------------------------------------------------ helpers

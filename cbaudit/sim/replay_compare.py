@@ -440,9 +440,11 @@ def replay_report(
     base_dir: Path | None = None,
     steps: int = 0,
     samples_out: tuple[Path, str] | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[Report, EvidenceClass]:
     """Run one replay and build its report: metrics (with samples), coordinates, inputs;
-    with `steps`, one `replay.step` result per traced iteration after the replay's own."""
+    with `steps`, one `replay.step` result per traced iteration after the replay's own. The
+    run's notes (not part of the report) are appended to `notes`."""
     run, metrics, evidence = core.run(
         workload,
         options,
@@ -452,6 +454,8 @@ def replay_report(
         base_dir=base_dir,
         steps=steps,
     )
+    if notes is not None:
+        notes.extend(run.notes)
     if samples:
         metrics = {**metrics, **sample_metrics(run)}
     if samples_out is not None:

@@ -138,3 +138,25 @@ def test_one_real_command_of_each_runs_from_the_plain_install(
         assert run.returncode == 0, (args, run.stdout[-2000:], run.stderr[-2000:])
     ran = {str(args[0]) for args in runs}
     assert set(COMMANDS) <= ran  # one real command of each top-level command
+
+
+def test_the_installed_policies_are_the_verified_ones(plain_install: Path, tmp_path: Path) -> None:
+    """The wheel carries `verified_sources.json`, and its policy sources are the recorded
+    ones: `python -m cbaudit.policies.verified` passes there, and a vllm-v1 replay takes its
+    stretches without a note (a stale or missing record would give one: every iteration in
+    full, `docs/replay.md`, "Whose promise is believed")."""
+    check = subprocess.run(
+        [str(plain_install.with_name("python")), "-m", "cbaudit.policies.verified"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if not k.startswith("CBAUDIT_")},
+    )
+    assert check.returncode == 0 and "sources match" in check.stdout, check
+    trace = REPO / "tests" / "sim" / "data" / "azure_small.csv"
+    run = _run(
+        plain_install, "replay", trace, "-p", "vllm-v1", "--cost-model", "roofline",
+        "--cost-option", "hardware=nvidia-h100-sxm", "--cost-option", "model=llama-3-8b-gqa-fp16",
+        "-q", "-f", "json", cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0 and run.stderr == "", run.stderr

@@ -4,7 +4,10 @@ fields such an item carries and takes its request's state from the engine's word
 
 Every test here runs replays in which vllm-v1 takes the decode blocks the engine offers, so
 the rows it checks are `BlockRow`s on the fast path and ordinary items on the per-iteration
-path; each counts the block rows it saw, so that none passes without exercising them.
+path; each counts the block rows it saw, so that none passes without exercising them. The
+policies here are instrumented or subclassed, which a replay would not believe the stretch
+property of (`test_stretch_claims.py`); the fast runs take it on their word
+(`trust_stretch_claim`), since what is tested is the contract's handling of the rows.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ def _checked_twice(wl: Any, policy: Any) -> Engine:
     """The fast path (stretches, decode blocks) with every plan and result also checked as
     records by the record validators (`cross_check`, which otherwise runs without
     stretches): a difference between the two is REPLAY.VALIDATOR.DIVERGED."""
-    engine = Engine(wl, policy, _cost("roofline"), validation=Validation.CONTRACT)
+    engine = Engine(
+        wl, policy, _cost("roofline"), validation=Validation.CONTRACT, trust_stretch_claim=True
+    )
     assert engine.stretches
     engine.cross_check = True
     engine.run()
@@ -120,6 +125,7 @@ def test_a_tampered_block_row_is_caught_as_on_the_per_iteration_path(how: str, c
                     _Tamper(at, how, [0, 0]),
                     _cost("roofline"),
                     validation=Validation.CONTRACT,
+                    trust_stretch_claim=True,
                 )
                 engine.run()
                 caught |= {f.code for f in engine.findings}
@@ -198,6 +204,7 @@ def test_a_block_the_policy_offers_itself_is_checked_in_full(
             _SelfVouch({}),
             _cost("roofline"),
             validation=Validation.CONTRACT,
+            trust_stretch_claim=True,
         )
         engine.run()
         codes |= {f.code for f in engine.findings}
@@ -224,7 +231,7 @@ def test_the_engines_block_offered_again_by_the_policy_is_not_vouched_for(
     written = _written_block_rows(monkeypatch)
     for seed in SEEDS[:10]:
         wl = _workload(seed, "ms")
-        fast = _run(wl, _ReOffer({}), _cost("roofline"), stretches=True)
+        fast = _run(wl, _ReOffer({}), _cost("roofline"), stretches=True, trust_stretch_claim=True)
         slow = _run(wl, _ReOffer({}), _cost("roofline"), stretches=False)
         assert [f.code for f in fast.findings] == [f.code for f in slow.findings] == [], seed
     assert len(written) > 50 and set(written) == {PlanItem}, (len(written), set(written))
