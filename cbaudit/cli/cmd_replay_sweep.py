@@ -9,6 +9,7 @@ replay (the hidden `run` subcommand).
 # the command is built, and a string annotation costs an eval (issue 13, start-up).
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,8 @@ def sweep(
         base_seed=base,
         shipment=shipment,
     )
+    for note in core.notes(config):  # (even with --quiet, as `replay` prints it)
+        sys.stderr.write(f"cbaudit: note: {note}\n")
     try:
         with progress_bar("sweep", "cells", quiet=quiet) as progress:
             result = core.run_sweep(

@@ -120,6 +120,12 @@ def _generated(klass: type) -> frozenset[str]:
     return frozenset()
 
 
+def no_stretch_note(why: str) -> str:
+    """What a replay tells the user when a declaration is not believed (stderr, not the
+    report: the report is the same either way)."""
+    return f"every iteration ran through the policy and the checks (no stretches): {why}"
+
+
 def _loaded() -> list[tuple[str, types.ModuleType]]:
     """The modules of this package that are loaded, by name."""
     return sorted(

@@ -57,7 +57,7 @@ from cbaudit.policies.base import (
     key_function,
 )
 from cbaudit.policies.budget import blocks_held
-from cbaudit.policies.verified import stretch_claim_refusal
+from cbaudit.policies.verified import no_stretch_note, stretch_claim_refusal
 from cbaudit.sim.records_io import UNSTATED_REASON, plan_json, result_json, state_json
 from cbaudit.sim.request_table import (
     RequestStats,
@@ -1125,10 +1125,7 @@ class Engine:
             notes=(
                 []
                 if self.stretch_claim_refused is None
-                else [
-                    "every iteration ran through the policy and the checks (no stretches):"
-                    f" {self.stretch_claim_refused}"
-                ]
+                else [no_stretch_note(self.stretch_claim_refused)]
             ),
         )
 

@@ -231,6 +231,24 @@ def _run_cells(
     return executor.map(_cell_unit, config, list(cells), failed=failed, done=tell)
 
 
+def notes(config: SweepConfig) -> list[str]:
+    """What the sweep's replays will not do that the user should hear, as `replay` says it:
+    the policy's stretch declaration not believed here (`cbaudit.policies.verified`: an edited
+    or rebound policy), so every replay runs every iteration in full. Empty for a policy
+    that cannot be made (each cell reports that) or makes no declaration."""
+    from cbaudit.policies.registry import POLICIES
+    from cbaudit.policies.verified import no_stretch_note, stretch_claim_refusal
+
+    try:
+        policy = POLICIES.create(config.policy, dict(config.policy_options))
+    except (KeyError, ValueError, TypeError):
+        return []
+    if not callable(getattr(policy, "decode_stretch", None)):
+        return []
+    why = stretch_claim_refusal(policy)
+    return [] if why is None else [no_stretch_note(why)]
+
+
 def run_sweep(
     config: SweepConfig,
     rates: Sequence[float],

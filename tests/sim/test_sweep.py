@@ -121,3 +121,30 @@ def test_sweep_cli_refuses_a_manifest(cli: Any) -> None:
     assert r.code == 2
     (line,) = r.err.splitlines()
     assert "error SWEEP.GENERATOR.KIND: a sweep needs a generator spec" in line
+
+
+def test_sweep_says_when_the_policys_stretch_declaration_is_not_believed(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `replay` does: with vllm-v1's builder rebound in the process, the sweep's replays run
+    every iteration in full, and stderr says why once (docs/replay.md, "Whose promise is
+    believed"); with nothing rebound, no note."""
+    from cbaudit.policies.base import PlanBuilder
+
+    spec = tmp_path / "g.yaml"
+    spec.write_text(yaml.safe_dump({**yaml.safe_load(SPEC.read_text()), "count": 20}))
+    args = ("replay", "sweep", spec, "--policy", "vllm-v1", "--rates", "0.5:1.0:2",
+            "--jobs", "1", "-q", "-f", "json")  # fmt: skip
+    clean = cli(*args)
+    assert clean.code == 0 and "note:" not in clean.err, clean.err
+    real = PlanBuilder.take_block
+
+    def take_block(plan: PlanBuilder) -> bool:
+        return real(plan)
+
+    monkeypatch.setattr(PlanBuilder, "take_block", take_block)
+    noted = cli(*args)
+    assert noted.code == 0, noted.err
+    assert noted.err.count("cbaudit: note: every iteration ran through the policy") == 1
+    assert "PlanBuilder.take_block is rebound to a function defined in" in noted.err
+    assert json.loads(noted.out) == json.loads(clean.out)  # the same report either way
