@@ -54,7 +54,7 @@ vllm-release: $(STAMP)
 # record only when they pass.
 VERIFY_TESTS = tests/sim/test_stretch.py tests/sim/test_block_rows.py \
   tests/sim/test_stretch_walk.py tests/sim/test_stretch_claims.py \
-  tests/policies/test_vllm_v1_block.py
+  tests/sim/test_stretch_trace_scale.py tests/policies/test_vllm_v1_block.py
 CANDIDATE = $(CURDIR)/.cache/verified_sources.candidate.json
 verify-policies: $(STAMP)
 	@mkdir -p .cache
