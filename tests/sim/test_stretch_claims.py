@@ -201,35 +201,27 @@ def test_line_endings_do_not_change_a_digest() -> None:
     assert verified.digest(source + b" ") != verified.digest(source)
 
 
+def _checker(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cbaudit.policies.verified", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+    )
+
+
 def test_the_checker_command(tmp_path: Path) -> None:
     """`python -m cbaudit.policies.verified`: 0 when the sources match, 1 naming the ones
     that differ, 2 on a bad argument."""
-    ok = subprocess.run(
-        [sys.executable, "-m", "cbaudit.policies.verified"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
-    )
+    ok = _checker(REPO)
     assert ok.returncode == 0 and "sources match verified_sources.json" in ok.stdout, ok
-    bad = subprocess.run(
-        [sys.executable, "-m", "cbaudit.policies.verified", "--check"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
-    )
+    bad = _checker(REPO, "--check")
     assert bad.returncode == 2 and "usage:" in bad.stderr, bad
     copy = _package_copy(tmp_path)
     target = copy / "cbaudit" / "policies" / "static.py"
     target.write_text(target.read_text() + "\n# edited\n")
-    differ = subprocess.run(
-        [sys.executable, "-m", "cbaudit.policies.verified"],
-        capture_output=True,
-        text=True,
-        cwd=copy,
-        check=False,
-    )
+    differ = _checker(copy)
     assert differ.returncode == 1 and "static.py" in differ.stdout, differ
 
 
