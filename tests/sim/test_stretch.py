@@ -28,6 +28,7 @@ from cbaudit.sim.engine import Engine, ReplayRun, Validation
 from cbaudit.sim.metrics import summarize
 from cbaudit.sim.replay import make_cost_model
 from cbaudit.sim.replay_compare import request_samples
+from cbaudit.sim.request_table import RequestStats
 from cbaudit.sim.step import StepShape
 from cbaudit.sim.workload import Workload, workload_from_data
 
@@ -164,6 +165,9 @@ def _canonical(run: ReplayRun) -> str:
         (r.rid, r.e, r.c, r.blocks, r.snapshot, r.last_served, r.preemptions, r.queue)
         for r in run.requests
     ]
+    # every figure each request's statistics hold, whether or not a report shows it today
+    # (a request's TBT count, for one, reaches the report only as zero or not)
+    report["stats"] = [[getattr(st, f) for f in RequestStats.__slots__] for st in run.stats]
     return json.dumps(report, sort_keys=True)
 
 
