@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from cbaudit.contract.live_request import LiveRequest
 from cbaudit.contract.records import Phase, Queue
 from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.registry import POLICIES
@@ -161,14 +162,16 @@ def _canonical(run: ReplayRun) -> str:
     report = summarize(run)
     report["findings"] = [(f.code, f.message, f.iteration, f.record) for f in run.findings]
     report["samples"] = request_samples(run)[0]
-    report["final"] = [
-        (r.rid, r.e, r.c, r.blocks, r.snapshot, r.last_served, r.preemptions, r.queue)
-        for r in run.requests
-    ]
-    # every figure each request's statistics hold, whether or not a report shows it today
-    # (a request's TBT count, for one, reaches the report only as zero or not)
+    # every field of each request's final view and of its statistics, and every gap, row and
+    # token count per iteration, whether or not a report shows it today (a request's TBT
+    # count reaches the report only as zero or not; the gaps only as percentiles)
+    report["final"] = [[getattr(r, f) for f in LiveRequest.__slots__] for r in run.requests]
     report["stats"] = [[getattr(st, f) for f in RequestStats.__slots__] for st in run.stats]
-    return json.dumps(report, sort_keys=True)
+    report["tbt"] = sorted(run.tbt_counts.items())
+    report["rows"] = list(run.rows_per_iteration.runs())
+    report["tokens"] = list(run.tokens_per_iteration.runs())
+    report["clock"] = (run.iterations, run.end_time, run.stop_reason, run.preemptions)
+    return json.dumps(report, sort_keys=True, default=str)
 
 
 def _cost(kind: str) -> Any:
