@@ -49,6 +49,7 @@ from replay_speed import (  # noqa: E402  (the same configuration and trace rewr
     TOKEN_BUDGET,
     rate_scale,
     read_trace,
+    replay_args,
     scaled,
     write_splitwise,
 )
@@ -152,18 +153,7 @@ def main() -> int:
             trace = Path(tmp) / "scaled.csv"
             write_splitwise(scaled(read_trace(args.trace), args.rate_scale), trace)
         report = Path(tmp) / "report.json"
-        argv = [
-            "replay", "run", str(trace), "-p", "vllm-v1",
-            "--cost-model", "roofline",
-            "--cost-option", "hardware=nvidia-h100-sxm",
-            "--cost-option", "model=llama-3-8b-gqa-fp16",
-            "--cost-option", "mfu=0.7",
-            "--budget", f"token_budget={TOKEN_BUDGET}",
-            "--budget", f"sequence_budget={SEQ_BUDGET}",
-            "--budget", f"kv_block_size={BLOCK}",
-            "--budget", f"kv_total_blocks={BLOCKS}",
-            "-q", "-f", "json", "-o", str(report),
-        ]  # fmt: skip
+        argv = replay_args(trace, report)
         print(
             f"configuration: vllm-v1, token budget {TOKEN_BUDGET}, {SEQ_BUDGET} sequences, K/V "
             f"block {BLOCK}, {BLOCKS} blocks; roofline Llama-3-8B on H100 (mfu 0.7); contract "

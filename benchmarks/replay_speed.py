@@ -318,9 +318,11 @@ def python_build(python: str) -> str:
     return f"{ident} (configure arguments state: {flags})"
 
 
-def cbaudit_tool(cmd: list[str], trace: Path, report: Path, name: str, *extra: str) -> Tool:
-    argv = [
-        *cmd, "replay", "run", str(trace), "-p", "vllm-v1",
+def replay_args(trace: Path, report: Path, *extra: str) -> list[str]:
+    """`cbaudit`'s arguments for the measured replay of `trace` (the configuration above),
+    its JSON report written to `report` (also `benchmarks/replay_events.py`'s)."""
+    return [
+        "replay", "run", str(trace), "-p", "vllm-v1",
         "--cost-model", "roofline",
         "--cost-option", "hardware=nvidia-h100-sxm",
         "--cost-option", "model=llama-3-8b-gqa-fp16",
@@ -331,6 +333,10 @@ def cbaudit_tool(cmd: list[str], trace: Path, report: Path, name: str, *extra: s
         "--budget", f"kv_total_blocks={BLOCKS}",
         *extra, "-q", "-f", "json", "-o", str(report),
     ]  # fmt: skip
+
+
+def cbaudit_tool(cmd: list[str], trace: Path, report: Path, name: str, *extra: str) -> Tool:
+    argv = [*cmd, *replay_args(trace, report, *extra)]
 
     def finished(_text: str) -> int:
         metrics = json.loads(report.read_text())["results"][0]["metrics"]
