@@ -69,7 +69,6 @@ class Events:
         self.full: list[tuple[int, float]] = []  # (rows, seconds without its stretches)
         self.in_stretches = 0.0  # seconds inside `_stretch` during the current `iterate`
         self.rows = 0  # rows of the plan the current `iterate` executed
-        self.stretch_iterations = 0  # iterations the stretches of the current `iterate` ran
         self.iterations = 0  # every iteration seen: in full, in stretches, idle
 
 
@@ -82,11 +81,9 @@ def instrument(events: Events) -> Callable[[], None]:
 
     def timed_stretch(engine: Any, closed: Any, contexts: Any, partial: Any) -> int:
         b = len(engine.running)
-        it0 = engine.iteration
         t0 = clock()
         outcome: int = stretch(engine, closed, contexts, partial)
         dt = clock() - t0
-        events.stretch_iterations += engine.iteration - it0
         events.stretches.append((b, outcome, dt))
         events.in_stretches += dt
         return outcome
@@ -98,7 +95,6 @@ def instrument(events: Events) -> Callable[[], None]:
     def timed_iterate(self: Any) -> None:
         events.in_stretches = 0.0
         events.rows = -1
-        events.stretch_iterations = 0
         it0 = self.iteration
         t0 = clock()
         iterate(self)

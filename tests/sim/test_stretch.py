@@ -171,7 +171,7 @@ def _canonical(run: ReplayRun) -> str:
     report["rows"] = list(run.rows_per_iteration.runs())
     report["tokens"] = list(run.tokens_per_iteration.runs())
     report["clock"] = (run.iterations, run.end_time, run.stop_reason, run.preemptions)
-    return json.dumps(report, sort_keys=True, default=str)
+    return json.dumps(report, sort_keys=True)
 
 
 def _cost(kind: str) -> Any:
