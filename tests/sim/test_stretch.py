@@ -9,6 +9,7 @@ the same iteration.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from itertools import pairwise
@@ -158,6 +159,16 @@ def _alike_on_both_paths(
     return bool(slow.findings)
 
 
+# the fields compared, read so that a mypyc-compiled build (`benchmarks/replay_speed.py
+# --mypyc`), whose native classes list their attributes in `__mypyc_attrs__` and have no
+# `__slots__`, is compared field for field too
+_VIEW_FIELDS: tuple[str, ...] = getattr(LiveRequest, "__slots__", ()) or getattr(
+    LiveRequest, "__mypyc_attrs__", ()
+)
+assert "c" in _VIEW_FIELDS and "e" in _VIEW_FIELDS, _VIEW_FIELDS  # (never an empty comparison)
+_STATS_FIELDS = tuple(f.name for f in dataclasses.fields(RequestStats))
+
+
 def _canonical(run: ReplayRun) -> str:
     report = summarize(run)
     report["findings"] = [(f.code, f.message, f.iteration, f.record) for f in run.findings]
@@ -165,8 +176,8 @@ def _canonical(run: ReplayRun) -> str:
     # every field of each request's final view and of its statistics, and every gap, row and
     # token count per iteration, whether or not a report shows it today (a request's TBT
     # count reaches the report only as zero or not; the gaps only as percentiles)
-    report["final"] = [[getattr(r, f) for f in LiveRequest.__slots__] for r in run.requests]
-    report["stats"] = [[getattr(st, f) for f in RequestStats.__slots__] for st in run.stats]
+    report["final"] = [[getattr(r, f) for f in _VIEW_FIELDS] for r in run.requests]
+    report["stats"] = [[getattr(st, f) for f in _STATS_FIELDS] for st in run.stats]
     report["tbt"] = sorted(run.tbt_counts.items())
     report["rows"] = list(run.rows_per_iteration.runs())
     report["tokens"] = list(run.tokens_per_iteration.runs())
