@@ -27,6 +27,14 @@ class StaticPolicy:
         and so at every later cut that differs only by one more decode row each: no bound."""
         return _UNBOUNDED
 
+    def decode_stretch_waiting(self, view: StateView) -> int:
+        """Quiet stretches behind a fixed batch: at a cut whose running requests (the batch)
+        are all ready decodes that the budgets admit one row each, with requests waiting, this
+        policy selects exactly one decode row per running request, admits nobody and gives the
+        waiting queue's head the one reason `DEFERRED_FIXED_BATCH`; so at every later cut that
+        differs only by one more decode row each (the queue as it was): no bound."""
+        return _UNBOUNDED
+
     def choose(self, view: StateView, plan: PlanBuilder) -> None:
         if view.running:
             for r in view.running:

@@ -10,12 +10,15 @@ when:
 1. every request running after t had a row at t and is now a ready decode (a *decode
    stretch*), or all but one, R, which is prefilling its prompt (a *chunk stretch*); t
    preempted and rejected nobody;
-2. the waiting queue is empty (a chunk stretch: it may hold requests) and no request arrives
-   before the stretch's last cut (behind a chunk, arrivals join the queue at the next cut and
-   the next chunk stretch starts there);
+2. the waiting queue is empty (a chunk stretch, or a decode stretch of a policy that holds its
+   queue behind a fixed batch: it may hold requests) and no request arrives before the
+   stretch's last cut (behind a chunk, arrivals join the queue at the next cut and the next
+   chunk stretch starts there);
 3. the policy declares the stretch (`decode_stretch(view)`: how many consecutive cuts, each
    the last advanced by one decode row per request, it answers with the same plan, shifted;
-   `chunk_stretch(view)`: the same with R advanced by one chunk of the width it returns);
+   `decode_stretch_waiting(view)`: the same with requests waiting, each cut giving them the
+   same reasons; `chunk_stretch(view)`: the same with R advanced by one chunk of the width
+   it returns);
 4. inside the stretch no request reaches its output limit or realized length (the iteration
    that emits a last token may end a stretch: those requests finish there), R's chunks stay
    short of its prompt, the K/V pool holds every block the rows cross into, and no bound
@@ -61,7 +64,7 @@ _NO: tuple[bool, LiveRequest | None] = (False, None)
 
 
 def _quiet(
-    engine: Engine, step: Executed, any_order: bool, chunks: bool
+    engine: Engine, step: Executed, any_order: bool, chunks: bool, held: bool
 ) -> tuple[bool, LiveRequest | None]:
     """Whether the cut after iteration t (just published) can open a stretch, and the request
     that is chunking its prompt there (None: a decode stretch).
@@ -77,6 +80,9 @@ def _quiet(
     same, except that exactly one running request R had a prefill chunk at t that did not
     reach its prompt (R: ready, no output yet, no rows to rebuild), and the waiting queue may
     hold requests (whether they stay behind is the policy's declaration, checked below).
+
+    With `held` (the policy declares `decode_stretch_waiting`: a fixed batch that nobody joins
+    while it runs), a decode stretch may open with requests waiting too.
 
     Where requests wait and no chunk stretch can open, but every running request is a ready
     decode that emitted at t, the full iteration at this cut is offered the decodes as a block
@@ -116,7 +122,7 @@ def _quiet(
                 return _NO
         elif not (r.ready and r.floor <= r.c and r.c == r.p + r.e - 1):
             return _NO
-    if engine.waiting and partial is None:
+    if engine.waiting and partial is None and not held:
         # requests wait, so no decode stretch: the full iteration at this cut is still offered
         # the running requests, every one a ready decode at its frontier (each had a row at t
         # that emitted a token: `e >= 1`), as a block, as at a quiet cut
@@ -148,9 +154,10 @@ def run_stretch(engine: Engine, step: Executed) -> None:
     closed = _series(engine)
     any_order = closed is not None or engine.slot_clock
     chunks = any_order and callable(getattr(engine.policy, "chunk_stretch", None))
+    held = callable(getattr(engine.policy, "decode_stretch_waiting", None))
     # the next cut's arrivals join the waiting queue now: the next iteration's first step
     engine.admit()
-    quiet, partial = _quiet(engine, step, any_order, chunks)
+    quiet, partial = _quiet(engine, step, any_order, chunks, held)
     if not quiet:
         return
     live = engine.live
@@ -221,7 +228,10 @@ def _stretch(
     width = 0
     k_chunk = 1 << 62
     if partial is None:
-        policy_limit = engine.policy.decode_stretch(cut)  # type: ignore[attr-defined]
+        if engine.waiting:  # (a policy that declares stretches behind a held queue: `_quiet`)
+            policy_limit = engine.policy.decode_stretch_waiting(cut)  # type: ignore[attr-defined]
+        else:
+            policy_limit = engine.policy.decode_stretch(cut)  # type: ignore[attr-defined]
     else:
         policy_limit, width = engine.policy.chunk_stretch(cut)  # type: ignore[attr-defined]
         tokens = len(running) - 1 + width
@@ -566,7 +576,7 @@ def _promise_holds(
             and (not block or not rest or _outside_block(rest, running, block))
         )
         waiting = engine.waiting
-        if ok and waiting:  # (only behind a chunk: a decode stretch opens with none waiting)
+        if ok and waiting:  # (behind a chunk, or a decode stretch behind a held queue)
             live = engine.live
             ok = live is None or live.plan_passes(builder.build(), version, running, waiting)
         elif builder.not_selected:

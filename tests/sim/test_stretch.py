@@ -22,6 +22,7 @@ from cbaudit.contract.records import Phase, Queue
 from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.registry import POLICIES
 from cbaudit.policies.sarathi import SarathiServePolicy
+from cbaudit.policies.static import StaticPolicy
 from cbaudit.policies.vllm_v1 import VllmV1Policy
 from cbaudit.sim import stretch as stretch_module
 from cbaudit.sim.cost_models import RooflineCostModel
@@ -496,6 +497,91 @@ def test_a_mutant_inside_a_chunk_stretch_is_caught_at_the_same_iteration(
     # a narrower chunk is legal; in FCFS order no waiting request ranks ahead of the running
     # ones, so none needs a reason
     if bug != "narrow" and not (bug == "unexplained" and not options):
+        assert caught > 0
+
+
+def _held_stretches(
+    wl: Workload, unit_cost: str, monkeypatch: pytest.MonkeyPatch, make: Any = None
+) -> list[tuple[int, int, int]]:
+    """(first iteration, length, requests waiting) of each decode stretch that `static` (or
+    the policy `make()` builds) took with requests waiting behind its fixed batch."""
+    import cbaudit.sim.stretch as stretch
+
+    found: list[tuple[int, int, int]] = []
+    real_apply = stretch._apply
+
+    def apply(engine: Engine, k: int, times: Any, free: Any, partial: Any, width: int) -> None:
+        if partial is None and engine.waiting:
+            found.append((engine.iteration + 1, k, len(engine.waiting)))
+        real_apply(engine, k, times, free, partial, width)
+
+    policy = make() if make is not None else POLICIES.create("static", {})
+    with monkeypatch.context() as m:
+        m.setattr(stretch, "_apply", apply)
+        _run(wl, policy, _cost(unit_cost), stretches=True, trust_stretch_claim=make is not None)
+    return found
+
+
+def test_static_stretches_open_behind_its_held_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`static` holds its queue while a fixed batch runs (`decode_stretch_waiting`): decode
+    stretches open with requests waiting, chain across the batch's finishes, and give the
+    per-iteration path's report; a policy that does not declare it (vllm-v1, orca) never
+    takes a decode stretch with requests waiting."""
+    held = chained = 0
+    for seed in SEEDS:
+        for cost in ("unit", "roofline"):
+            wl = _workload(seed, "tick" if cost == "unit" else "ms")
+            spans = _held_stretches(wl, cost, monkeypatch)
+            held += len(spans)
+            chained += sum(nxt == first + k for (first, k, _), (nxt, _, _) in pairwise(spans))
+            for pid in ("vllm-v1", "orca"):
+                assert not _held_stretches(wl, cost, monkeypatch, lambda p=pid: POLICIES.create(p))
+    assert held > 0 and chained > 0
+
+
+class _StaticMutant(StaticPolicy):
+    """static that claims both stretch properties and deviates from cut `at` on: `admit`
+    admits the waiting queue's head into the running batch, `forget` drops its reason, the
+    rest as `_mutate`."""
+
+    def __init__(self, bug: str, at: int) -> None:
+        self.bug = bug
+        self.at = at
+
+    def choose(self, view: StateView, plan: PlanBuilder) -> None:
+        super().choose(view, plan)
+        if view.iteration < self.at or not plan.items:
+            return
+        if self.bug == "admit" and view.running and view.waiting:
+            plan.not_selected.clear()
+            plan.take(view.waiting[0], 1, admit=True)
+        elif self.bug == "forget":
+            plan.not_selected.clear()
+        elif self.bug not in ("admit", "forget"):
+            _mutate(self.bug, view, plan)
+
+
+@pytest.mark.parametrize("bug", ["skip", "key", "wide", "snapshot", "over", "admit", "forget"])
+def test_a_static_mutant_behind_its_held_queue_is_caught_at_the_same_iteration(
+    bug: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deviations that start at the first, second or last cut of a stretch behind a held
+    queue (a dropped, widened or forged row, an extra sequence, the queue's head admitted into
+    the batch, its reason dropped): both paths give the same findings at the same iterations
+    and the same report; the illegal ones are found."""
+    caught = tried = 0
+    stretched: list[int] = []
+    for seed in range(16):
+        wl = _workload(seed, "ms")
+        spans = _held_stretches(wl, "roofline", monkeypatch)[:2]
+        for at in sorted({first + d for first, k, _ in spans for d in (0, 1, k - 1)}):
+            mutant = lambda at: _StaticMutant(bug, at)  # noqa: E731
+            caught += _alike_on_both_paths(wl, mutant, at, seed, stretched)
+            tried += 1
+    assert tried > 0 and sum(stretched) > 0
+    # an admission into the batch is legal unless it breaks a budget, and so is a missing
+    # reason for a request that arrived after the batch's members; the rest are not
+    if bug != "forget":
         assert caught > 0
 
 
