@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from operator import add
 from typing import Any, Protocol
 
 from cbaudit.contract.issues import Issue
@@ -1147,10 +1148,15 @@ class Engine:
         total = self.budgets.kv_total_blocks
         if bs is None or total is None:
             return []
-        out = []
+        out: list[EngineFinding] = []
         realized = self.realized
         max_outs = self._max_outs
-        for i, p in enumerate(self._prompts):
+        prompts = self._prompts
+        # need > total exactly when rows > total * bs: the largest row count, at C speed, says
+        # whether any request needs looking at one by one (the message names each)
+        if not prompts or max(map(add, prompts, map(min, realized, max_outs))) - 1 <= total * bs:
+            return out
+        for i, p in enumerate(prompts):
             n_out = min(realized[i], max_outs[i])
             rows = p + n_out - 1
             need = -(-rows // bs)

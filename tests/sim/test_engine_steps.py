@@ -83,6 +83,29 @@ def test_start_refuses_a_request_larger_than_the_pool() -> None:
     assert eng.report().stop_reason == "kv_capacity"
 
 
+@pytest.mark.parametrize(("prompt", "refused"), [(10, False), (11, True)])
+def test_start_refuses_exactly_the_requests_beyond_the_pool(prompt: int, refused: bool) -> None:
+    """The pool's edge: 3 blocks of 4 hold 12 rows; a request with 3 outputs computes p + 2
+    rows, so p = 10 fits exactly and p = 11 never does (only that request is named)."""
+    eng = _engine(
+        [_req("small", 0, prompt=2), _req("edge", 1, prompt=prompt), _req("tail", 2, prompt=5)],
+        budgets={
+            "token_budget": 64,
+            "sequence_budget": 2,
+            "kv_block_size": 4,
+            "kv_total_blocks": 3,
+        },
+        hidden={"small": 3, "edge": 3, "tail": 3},
+    )
+    eng.start()
+    if refused:
+        assert eng.stop == "kv_capacity"
+        assert [f.code for f in eng.findings] == ["REPLAY.KV.REQUEST_EXCEEDS_POOL"]
+        assert eng.findings[0].message.startswith("edge needs 13 K/V rows")
+    else:
+        assert eng.stop is None and not eng.findings
+
+
 def test_start_places_initial_views_in_their_queues() -> None:
     """Initial views go to their queues with their frontiers; running ones hold K/V blocks."""
     eng = _engine(
