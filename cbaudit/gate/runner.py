@@ -25,6 +25,7 @@ from cbaudit.checks.execute import DEFAULT_CHECK_TIMEOUT_S, errored, execute
 from cbaudit.checks.interface import CheckKind
 from cbaudit.gate.stamp import stamp
 from cbaudit.io.executor import Executor, LocalExecutor
+from cbaudit.io.loader import reusing_parses
 from cbaudit.io.reads import recording
 from cbaudit.model import (
     CheckResult,
@@ -88,7 +89,8 @@ def _run_batch(
     shared: tuple[Mapping[str, CheckKind[Any]], float | None], specs: list[DeclaredCheck]
 ) -> list[CheckRun]:
     kinds, timeout_s = shared
-    return [run_check(s, kinds, timeout_s=timeout_s) for s in specs]
+    with reusing_parses():  # (the unit's checks re-read the same unchanged files)
+        return [run_check(s, kinds, timeout_s=timeout_s) for s in specs]
 
 
 def _heavy(check: DeclaredCheck) -> bool:
@@ -188,16 +190,17 @@ def _run_shipped_batch(shared: Shipped, unit: list[tuple[DeclaredCheck, str]]) -
     mine = tuple(str(p) for p in package_data())
     pairs = tuple(zip(mine, shared.package, strict=True))
     out: list[CheckRun] = []
-    for check, key in unit:
-        with relocated(shared.shipments[key], pairs) as where:
-            moved = replace(
-                check,
-                base_dir=where.rebase(check.base_dir),
-                bundle_root=where.rebase(check.bundle_root),
-                root=where.rebase(check.root) if check.root is not None else None,
-            )
-            run = run_check(moved, shared.kinds, timeout_s=shared.timeout_s)
-            out.append(where.restore(run))
+    with reusing_parses():
+        for check, key in unit:
+            with relocated(shared.shipments[key], pairs) as where:
+                moved = replace(
+                    check,
+                    base_dir=where.rebase(check.base_dir),
+                    bundle_root=where.rebase(check.bundle_root),
+                    root=where.rebase(check.root) if check.root is not None else None,
+                )
+                run = run_check(moved, shared.kinds, timeout_s=shared.timeout_s)
+                out.append(where.restore(run))
     return out
 
 
@@ -243,10 +246,11 @@ def _run_serial(
     progress: Progress | None,
 ) -> list[CheckRun]:
     out: list[CheckRun] = []
-    for spec in specs:
-        out.append(run_check(spec, kinds, update, timeout_s))
-        if progress is not None:
-            progress(len(out), len(specs), spec.check_id)
+    with reusing_parses():
+        for spec in specs:
+            out.append(run_check(spec, kinds, update, timeout_s))
+            if progress is not None:
+                progress(len(out), len(specs), spec.check_id)
     return out
 
 
