@@ -25,7 +25,7 @@ from cbaudit.checks.execute import DEFAULT_CHECK_TIMEOUT_S, errored, execute
 from cbaudit.checks.interface import CheckKind
 from cbaudit.gate.stamp import stamp
 from cbaudit.io.executor import Executor, LocalExecutor
-from cbaudit.io.loader import reusing_parses
+from cbaudit.io.memo import reusing
 from cbaudit.io.reads import recording
 from cbaudit.model import (
     CheckResult,
@@ -89,7 +89,7 @@ def _run_batch(
     shared: tuple[Mapping[str, CheckKind[Any]], float | None], specs: list[DeclaredCheck]
 ) -> list[CheckRun]:
     kinds, timeout_s = shared
-    with reusing_parses():  # (the unit's checks re-read the same unchanged files)
+    with reusing():  # (the unit's checks repeat the same parses and replays: `cbaudit.io.memo`)
         return [run_check(s, kinds, timeout_s=timeout_s) for s in specs]
 
 
@@ -190,7 +190,7 @@ def _run_shipped_batch(shared: Shipped, unit: list[tuple[DeclaredCheck, str]]) -
     mine = tuple(str(p) for p in package_data())
     pairs = tuple(zip(mine, shared.package, strict=True))
     out: list[CheckRun] = []
-    with reusing_parses():
+    with reusing():
         for check, key in unit:
             with relocated(shared.shipments[key], pairs) as where:
                 moved = replace(
@@ -246,7 +246,7 @@ def _run_serial(
     progress: Progress | None,
 ) -> list[CheckRun]:
     out: list[CheckRun] = []
-    with reusing_parses():
+    with reusing():
         for spec in specs:
             out.append(run_check(spec, kinds, update, timeout_s))
             if progress is not None:

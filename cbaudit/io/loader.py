@@ -10,17 +10,16 @@ A `Document` is cheap to make: it keeps the text and finds positions only when a
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import os
 import stat
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from cbaudit.io import memo
 from cbaudit.io.json_locate import first_value_pos, line_col, locate_pointer, split_pointer
 from cbaudit.io.json_strict import FloatWatch, parse_json
 from cbaudit.io.limits import (
@@ -61,59 +60,23 @@ Expect = type | tuple[type, ...] | None
 
 # -- parses reused by content (`reusing_parses`) -----------------------------------------------
 
-#: While `reusing_parses` is active: parsed JSON and YAML documents by their bytes' digest and
-#: every argument that shapes the parse, least recently used first; None when it is not.
-_REUSE: OrderedDict[tuple[Any, ...], tuple[Any, MarkNode | None, int]] | None = None
-_REUSE_HELD = 0  # characters of source text behind the documents held
-REUSE_LIMIT = 16 << 20  # at most this many characters of source text held
-REUSE_MAX_DOCUMENT = 1 << 20  # a larger document is parsed every time
-_ATOMS = frozenset((str, int, float, bool, type(None)))
+#: While `reusing_parses` is active (`cbaudit.io.memo`), parsed JSON and YAML documents are kept
+#: by their bytes' digest and every argument that shapes the parse, up to this many characters
+#: of source text; a larger document is parsed every time.
+REUSE_LIMIT = 16 << 20
+REUSE_MAX_DOCUMENT = 1 << 20
+_PARSES = "loader.parse"
 
 
-@contextmanager
-def reusing_parses() -> Iterator[None]:
+def reusing_parses() -> AbstractContextManager[None]:
     """Within this block, a JSON or YAML document whose bytes, name and parse options were
     parsed before is not parsed again: the caller gets a fresh copy of the data the first parse
     gave (its own to change), with the same positions. The bytes are still read, recorded and
     hashed by the caller's path (`load_document`), so a file that changed is parsed anew. For a
     run that loads the same documents many times (the gate: every mutant of a bundle re-reads
-    its unchanged files). Nested blocks share the outer one's store; it is dropped at the end of
-    the outermost."""
-    global _REUSE, _REUSE_HELD
-    if _REUSE is not None:
-        yield
-        return
-    _REUSE = OrderedDict()
-    _REUSE_HELD = 0
-    try:
-        yield
-    finally:
-        _REUSE = None
-        _REUSE_HELD = 0
-
-
-def _fresh(value: Any) -> Any:
-    """A copy of parsed data that shares nothing mutable with `value`."""
-    kind = type(value)
-    if kind is dict:
-        return {k: _fresh(v) for k, v in value.items()}
-    if kind is list:
-        return [_fresh(v) for v in value]
-    if kind in _ATOMS:
-        return value
-    return copy.deepcopy(value)
-
-
-def _keep(key: tuple[Any, ...], data: Any, marks: MarkNode | None, size: int) -> None:
-    """Hold a parse for reuse (its own copy), dropping the least recently used beyond the limit."""
-    global _REUSE_HELD
-    store = _REUSE
-    if store is None or size > REUSE_MAX_DOCUMENT:
-        return
-    store[key] = (_fresh(data), marks, size)
-    _REUSE_HELD += size
-    while _REUSE_HELD > REUSE_LIMIT and store:
-        _REUSE_HELD -= store.popitem(last=False)[1][2]
+    its unchanged files). The scope is `cbaudit.io.memo.reusing`'s: nested blocks share the
+    outermost one's store, dropped when it ends."""
+    return memo.reusing()
 
 
 @dataclass(frozen=True)
@@ -335,12 +298,11 @@ def load_text(
         records = _jsonl_records(decoded, name, expect, line_offset, max_depth)
         return Document(name, records, decoded, kind, digest, line_offset)
     key: tuple[Any, ...] | None = None
-    if _REUSE is not None and watch is None:
+    if watch is None and memo.active():
         key = (digest, kind, name, expect, line_offset, max_depth, max_alias_nodes)
-        held = _REUSE.get(key)
+        held = memo.recall(_PARSES, key)
         if held is not None:
-            _REUSE.move_to_end(key)
-            return Document(name, _fresh(held[0]), decoded, kind, digest, line_offset, held[1])
+            return Document(name, memo.fresh(held[0]), decoded, kind, digest, line_offset, held[1])
     _check_not_empty(decoded, name, line_offset)
     marks: MarkNode | None = None
     if kind == "json":
@@ -358,8 +320,9 @@ def load_text(
         )
         if expect is not None and not isinstance(data, expect):
             _check_top(data, expect, name, marks.line + line_offset, marks.column)
-    if key is not None:
-        _keep(key, data, marks, len(decoded))
+    if key is not None and len(decoded) <= REUSE_MAX_DOCUMENT:
+        # (kept as a private copy: the caller owns `data`)
+        memo.keep(_PARSES, key, (memo.fresh(data), marks), size=len(decoded), limit=REUSE_LIMIT)
     return Document(name, data, decoded, kind, digest, line_offset, marks)
 
 

@@ -26,10 +26,12 @@ hidden realized lengths (only the executor reads them).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from cbaudit.io import memo
 from cbaudit.model import CheckResult, EvidenceClass, Finding, Location
 from cbaudit.policies.base import PlanBuilder, Policy, StateView
 from cbaudit.sim import slo
@@ -333,10 +335,60 @@ def _manifest(
     }
 
 
+#: Replays kept while a `cbaudit.io.memo` scope is active (a gate worker: the mutants of a
+#: Loop 7 fixture re-run the sections they did not change), sized by the candidates their logs
+#: hold.
+_REPLAYS = "slo.replay_section"
+REPLAY_LIMIT = 500_000
+
+
 def replay_section(
     section: Mapping[str, Any], policy_spec: Mapping[str, Any], tick_ms: float, name: str
 ) -> tuple[dict[str, Any], list[str], _Recorder]:
-    """Replay one section under one policy; returns its report, contract codes and the log."""
+    """Replay one section under one policy; returns its report, contract codes and the log.
+
+    A replay is a function of its arguments alone (the same workload, policy, clock and
+    engine), so inside a reuse scope (`cbaudit.io.memo`) one whose arguments are the same JSON
+    as an earlier one's is not run again: the caller gets a fresh copy of that report, its codes
+    and its log (read only)."""
+    key = _replay_key(section, policy_spec, tick_ms, name)
+    if key is not None:
+        held = memo.recall(_REPLAYS, key)
+        if held is not None:
+            report, codes, recorder = held
+            return memo.fresh(report), list(codes), recorder
+    report, codes, recorder = _replay_section(section, policy_spec, tick_ms, name)
+    if key is not None:
+        size = 1 + sum(len(cands) for _, cands, _, _ in recorder._log)
+        kept = (memo.fresh(report), tuple(codes), recorder)
+        memo.keep(_REPLAYS, key, kept, size=size, limit=REPLAY_LIMIT)
+    return report, codes, recorder
+
+
+def _replay_key(
+    section: Mapping[str, Any], policy_spec: Mapping[str, Any], tick_ms: float, name: str
+) -> str | None:
+    """The arguments as canonical JSON, when a reuse scope is active and they are plain JSON
+    data (dicts with string keys, lists, strings, numbers, booleans, null): else None."""
+    if not memo.active() or not _plain([section, policy_spec, tick_ms, name]):
+        return None
+    return json.dumps([section, policy_spec, tick_ms, name], sort_keys=True)
+
+
+def _plain(value: Any) -> bool:
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    if kind is float:
+        return math.isfinite(value)
+    return kind in (str, int, bool, type(None))
+
+
+def _replay_section(
+    section: Mapping[str, Any], policy_spec: Mapping[str, Any], tick_ms: float, name: str
+) -> tuple[dict[str, Any], list[str], _Recorder]:
     from cbaudit.sim.replay import make_policy
 
     count = int(section["requests"])

@@ -12,6 +12,7 @@ from gate_test_kinds import ALL
 import cbaudit.io.loader as loader
 from cbaudit.checks.bundle import discover, load_bundle
 from cbaudit.gate import runner
+from cbaudit.io import memo
 from cbaudit.io.loader import load_document, load_text, reusing_parses
 from cbaudit.model import InputError
 
@@ -60,7 +61,7 @@ def test_outside_the_block_every_load_parses(parses: list[str]) -> None:
         load_text("{}", name="x.json")
     load_text("{}", name="x.json")
     assert parses == ["x.json"] * 3
-    assert loader._REUSE is None
+    assert not memo.active()
 
 
 def test_changed_bytes_another_name_or_expectation_parse_anew(parses: list[str]) -> None:
@@ -91,7 +92,7 @@ def test_nested_blocks_share_the_store_and_the_outermost_drops_it(parses: list[s
             load_text("{}", name="n.json")
         load_text("{}", name="n.json")
     assert parses == ["n.json"]
-    assert loader._REUSE is None
+    assert not memo.active()
 
 
 def test_what_is_held_stays_within_its_limits(
@@ -110,7 +111,7 @@ def test_what_is_held_stays_within_its_limits(
         for i in range(4, 9):
             load_text(json.dumps({"i": i}), name="s.json")  # pushes the oldest out
         load_text(docs[1], name="s.json")  # evicted: parsed again
-        assert loader._REUSE_HELD <= 40
+        assert memo.held("loader.parse") <= 40
     assert parses.count("big.json") == 2
     assert parses.count("s.json") == 4 + 5 + 1
 

@@ -287,3 +287,84 @@ def test_replay_gate_kind_reports_goodput_limits() -> None:
     (result,) = run_entry(REPLAY, spec, ctx)
     assert result.outcome is CheckStatus.PASSED, [f.render() for f in result.findings]
     assert result.metrics["slo"]["goodput_limits_ms"] == {"tbt_ms": 20, "ttft_ms": 30}
+
+
+def _counting_replays(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the sections actually replayed (not taken from a reuse scope)."""
+    ran: list[str] = []
+    real = slo_oracle._replay_section
+
+    def replay(section: Any, spec: Any, tick_ms: float, name: str) -> Any:
+        ran.append(name)
+        return real(section, spec, tick_ms, name)
+
+    monkeypatch.setattr(slo_oracle, "_replay_section", replay)
+    return ran
+
+
+def test_a_replay_with_the_same_arguments_runs_once_in_a_reuse_scope(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Inside `memo.reusing()` a section replayed again with the same JSON arguments is not
+    run again; each caller gets its own copy of the report (and the same codes and log);
+    other arguments, a scope's end, or arguments that are not plain JSON run it anew."""
+    from cbaudit.io import memo
+
+    ran = _counting_replays(monkeypatch)
+    data = load_fixture(FIXTURE).data
+    section = data["burst"]
+    spec = section["policies"][0]
+    tick = float(data.get("tick_ms", 10))
+    alone = slo_oracle.replay_section(section, spec, tick, "loop7-burst")
+    with memo.reusing():
+        first = slo_oracle.replay_section(section, spec, tick, "loop7-burst")
+        first[0]["counts"]["offered"] = -1  # the caller's own copy
+        second = slo_oracle.replay_section(
+            json.loads(json.dumps(section)), spec, tick, "loop7-burst"
+        )
+        slo_oracle.replay_section(section, spec, tick * 2, "loop7-burst")
+        slo_oracle.replay_section(section, spec, tick, "loop7-other")
+        slo_oracle.replay_section({**section, "note": (1, 2)}, spec, tick, "loop7-burst")
+        slo_oracle.replay_section({**section, "note": (1, 2)}, spec, tick, "loop7-burst")
+    slo_oracle.replay_section(section, spec, tick, "loop7-burst")
+    assert ran == ["loop7-burst"] * 3 + ["loop7-other"] + ["loop7-burst"] * 3
+    assert second[0] == alone[0] and second[1] == alone[1]
+    assert second[2].cuts == alone[2].cuts
+    assert second[0] is not first[0] and second[0]["counts"] is not first[0]["counts"]
+
+
+def test_the_loop7_oracle_reports_the_same_with_replays_reused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The article's Loop 7 fixture through the oracle: twice inside a reuse scope (the second
+    time every replay is reused) and once outside, the same metrics, findings and charts."""
+    from cbaudit.io import memo
+
+    ran = _counting_replays(monkeypatch)
+    outside = slo_oracle.run(load_fixture(FIXTURE))
+    n = len(ran)
+    with memo.reusing():
+        once = slo_oracle.run(load_fixture(FIXTURE))
+        again = slo_oracle.run(load_fixture(FIXTURE))
+    assert len(ran) == 2 * n > 0  # the scope's second run replayed nothing
+    for result in (once, again):
+        assert json.dumps(result.metrics, sort_keys=True) == json.dumps(
+            outside.metrics, sort_keys=True
+        )
+        assert result.findings == outside.findings
+        assert result.charts == outside.charts
+
+
+def test_what_the_replay_store_holds_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay whose log is larger than the store's limit is not kept (run every time)."""
+    from cbaudit.io import memo
+
+    ran = _counting_replays(monkeypatch)
+    monkeypatch.setattr(slo_oracle, "REPLAY_LIMIT", 1)
+    data = load_fixture(FIXTURE).data
+    section = data["burst"]
+    with memo.reusing():
+        for _ in range(2):
+            slo_oracle.replay_section(section, section["policies"][0], 10.0, "loop7-burst")
+        assert memo.held("slo.replay_section") == 0
+    assert len(ran) == 2
