@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cbaudit.checks.interface import Target, Verdict
+from cbaudit.io import memo
 from cbaudit.io.executor import Executor, LocalExecutor
 from cbaudit.io.reads import recording
 from cbaudit.model import Finding, InputError, Location
@@ -330,18 +331,21 @@ def _judge_cells(shared: CampaignShared, cells: list[tuple[str, str]]) -> list[M
 
     ops = shared.operators if shared.operators is not None else OPERATORS
     out: list[MutantResult] = []
-    for fixture_name, op_name in cells:
-        fixture = shared.fixtures[fixture_name]
-        out += run_cell(
-            fixture,
-            ops[op_name],
-            shared.targets[fixture.target],
-            seed=shared.seed,
-            baseline=shared.baselines[fixture_name],
-            original=shared.originals[fixture_name],
-            timeout_s=shared.timeout_s,
-            limit=shared.limit,
-        )
+    # the mutants of a fixture re-read the files and re-run the replays they did not change:
+    # each done once here (`cbaudit.io.memo`; in a gate worker, the worker's scope)
+    with memo.reusing():
+        for fixture_name, op_name in cells:
+            fixture = shared.fixtures[fixture_name]
+            out += run_cell(
+                fixture,
+                ops[op_name],
+                shared.targets[fixture.target],
+                seed=shared.seed,
+                baseline=shared.baselines[fixture_name],
+                original=shared.originals[fixture_name],
+                timeout_s=shared.timeout_s,
+                limit=shared.limit,
+            )
     return out
 
 
