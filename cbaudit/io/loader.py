@@ -14,7 +14,6 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -43,7 +42,6 @@ __all__ = [
     "iter_jsonl",
     "load_document",
     "load_text",
-    "reusing_parses",
 ]
 
 FORMATS = ("json", "yaml", "jsonl")
@@ -58,25 +56,15 @@ _BOM = b"\xef\xbb\xbf"
 
 Expect = type | tuple[type, ...] | None
 
-# -- parses reused by content (`reusing_parses`) -----------------------------------------------
-
-#: While `reusing_parses` is active (`cbaudit.io.memo`), parsed JSON and YAML documents are kept
-#: by their bytes' digest and every argument that shapes the parse, up to this many characters
-#: of source text; a larger document is parsed every time.
+#: Inside a reuse scope (`cbaudit.io.memo.reusing`: the gate's workers), a JSON or YAML
+#: document whose bytes, name and parse options were parsed before is not parsed again: the
+#: caller gets a fresh copy of the first parse's data (its own to change) and its positions.
+#: The bytes are still read, recorded and hashed on the caller's path (`load_document`), so a
+#: changed file is parsed anew. Up to this many characters of source text are kept; a larger
+#: document is parsed every time.
 REUSE_LIMIT = 16 << 20
 REUSE_MAX_DOCUMENT = 1 << 20
 _PARSES = "loader.parse"
-
-
-def reusing_parses() -> AbstractContextManager[None]:
-    """Within this block, a JSON or YAML document whose bytes, name and parse options were
-    parsed before is not parsed again: the caller gets a fresh copy of the data the first parse
-    gave (its own to change), with the same positions. The bytes are still read, recorded and
-    hashed by the caller's path (`load_document`), so a file that changed is parsed anew. For a
-    run that loads the same documents many times (the gate: every mutant of a bundle re-reads
-    its unchanged files). The scope is `cbaudit.io.memo.reusing`'s: nested blocks share the
-    outermost one's store, dropped when it ends."""
-    return memo.reusing()
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,14 @@ used dropped first). The outermost `reusing()` block drops every store when it e
 from __future__ import annotations
 
 import copy
+import json
+import math
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["fresh", "keep", "recall", "reusing"]
+__all__ = ["active", "fresh", "held", "json_key", "keep", "recall", "reusing"]
 
 
 class _Store:
@@ -96,6 +98,26 @@ def held(kind: str) -> int:
     """The sum of the sizes kept for `kind` in the active scope (0 outside one)."""
     store = None if _SCOPE is None else _SCOPE.get(kind)
     return 0 if store is None else store.held
+
+
+def json_key(*parts: Any) -> str | None:
+    """`parts` as canonical JSON (sorted keys), a key that holds all of them, when they are
+    plain JSON data (dicts with string keys, lists, strings, finite numbers, booleans, None);
+    else None (work on anything else is not kept: a tuple and a list would dump alike)."""
+    if not all(_plain(part) for part in parts):
+        return None
+    return json.dumps(parts, sort_keys=True)
+
+
+def _plain(value: Any) -> bool:
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    if kind is float:
+        return math.isfinite(value)
+    return kind in _ATOMS
 
 
 def fresh(value: Any) -> Any:

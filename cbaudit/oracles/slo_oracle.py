@@ -26,7 +26,6 @@ hidden realized lengths (only the executor reads them).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
@@ -351,7 +350,7 @@ def replay_section(
     engine), so inside a reuse scope (`cbaudit.io.memo`) one whose arguments are the same JSON
     as an earlier one's is not run again: the caller gets a fresh copy of that report, its codes
     and its log (read only)."""
-    key = _replay_key(section, policy_spec, tick_ms, name)
+    key = memo.json_key(section, policy_spec, tick_ms, name) if memo.active() else None
     if key is not None:
         held = memo.recall(_REPLAYS, key)
         if held is not None:
@@ -363,27 +362,6 @@ def replay_section(
         kept = (memo.fresh(report), tuple(codes), recorder)
         memo.keep(_REPLAYS, key, kept, size=size, limit=REPLAY_LIMIT)
     return report, codes, recorder
-
-
-def _replay_key(
-    section: Mapping[str, Any], policy_spec: Mapping[str, Any], tick_ms: float, name: str
-) -> str | None:
-    """The arguments as canonical JSON, when a reuse scope is active and they are plain JSON
-    data (dicts with string keys, lists, strings, numbers, booleans, null): else None."""
-    if not memo.active() or not _plain([section, policy_spec, tick_ms, name]):
-        return None
-    return json.dumps([section, policy_spec, tick_ms, name], sort_keys=True)
-
-
-def _plain(value: Any) -> bool:
-    kind = type(value)
-    if kind is dict:
-        return all(type(k) is str and _plain(v) for k, v in value.items())
-    if kind is list:
-        return all(_plain(v) for v in value)
-    if kind is float:
-        return math.isfinite(value)
-    return kind in (str, int, bool, type(None))
 
 
 def _replay_section(

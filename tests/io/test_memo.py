@@ -38,3 +38,13 @@ def test_fresh_copies_share_nothing_mutable() -> None:
     assert copy == value
     assert copy["a"] is not value["a"] and copy["a"][1] is not value["a"][1]
     assert copy["s"] is not value["s"] and copy["t"][1] is not value["t"][1]
+
+
+def test_a_json_key_holds_plain_data_only() -> None:
+    assert memo.json_key({"b": 1, "a": [1.5, None, True]}, "x") == (
+        '[{"a": [1.5, null, true], "b": 1}, "x"]'
+    )
+    assert memo.json_key({"a": 1}, 1) != memo.json_key({"a": 1}, 1.0)
+    assert memo.json_key({"a": 1}, True) != memo.json_key({"a": 1}, 1)
+    for odd in ((1, 2), {1: "a"}, float("nan"), float("inf"), {"a": {1, 2}}):
+        assert memo.json_key({"k": odd}) is None

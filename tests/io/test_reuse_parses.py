@@ -1,4 +1,5 @@
-"""`reusing_parses`: a document parsed before is not parsed again, and nobody shares its data."""
+"""Parses in a reuse scope: a document parsed before is not parsed again, and nobody shares its
+data (`cbaudit.io.loader` inside `cbaudit.io.memo.reusing`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import cbaudit.io.loader as loader
 from cbaudit.checks.bundle import discover, load_bundle
 from cbaudit.gate import runner
 from cbaudit.io import memo
-from cbaudit.io.loader import load_document, load_text, reusing_parses
+from cbaudit.io.loader import load_document, load_text
 from cbaudit.model import InputError
 
 YAML = "a: 1\nb:\n  - x\n  - {c: 2}\n"
@@ -41,7 +42,7 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_the_same_bytes_are_parsed_once_and_each_caller_owns_its_data(parses: list[str]) -> None:
-    with reusing_parses():
+    with memo.reusing():
         first = load_text(YAML, name="a.yaml", fmt="yaml")
         first.data["b"][1]["c"] = 99  # the caller's own copy
         second = load_text(YAML.encode(), name="a.yaml", fmt="yaml")
@@ -57,7 +58,7 @@ def test_the_same_bytes_are_parsed_once_and_each_caller_owns_its_data(parses: li
 
 def test_outside_the_block_every_load_parses(parses: list[str]) -> None:
     load_text("{}", name="x.json")
-    with reusing_parses():
+    with memo.reusing():
         load_text("{}", name="x.json")
     load_text("{}", name="x.json")
     assert parses == ["x.json"] * 3
@@ -65,7 +66,7 @@ def test_outside_the_block_every_load_parses(parses: list[str]) -> None:
 
 
 def test_changed_bytes_another_name_or_expectation_parse_anew(parses: list[str]) -> None:
-    with reusing_parses():
+    with memo.reusing():
         load_text('{"a": 1}', name="x.json")
         load_text('{"a": 2}', name="x.json")
         load_text('{"a": 1}', name="y.json")
@@ -77,7 +78,7 @@ def test_changed_bytes_another_name_or_expectation_parse_anew(parses: list[str])
 
 
 def test_a_document_that_fails_is_refused_every_time(parses: list[str]) -> None:
-    with reusing_parses():
+    with memo.reusing():
         for _ in range(2):
             with pytest.raises(InputError) as err:
                 load_text('{"a": 1, "a": 2}', name="dup.json")
@@ -86,9 +87,9 @@ def test_a_document_that_fails_is_refused_every_time(parses: list[str]) -> None:
 
 
 def test_nested_blocks_share_the_store_and_the_outermost_drops_it(parses: list[str]) -> None:
-    with reusing_parses():
+    with memo.reusing():
         load_text("{}", name="n.json")
-        with reusing_parses():
+        with memo.reusing():
             load_text("{}", name="n.json")
         load_text("{}", name="n.json")
     assert parses == ["n.json"]
@@ -101,7 +102,7 @@ def test_what_is_held_stays_within_its_limits(
     monkeypatch.setattr(loader, "REUSE_LIMIT", 40)
     monkeypatch.setattr(loader, "REUSE_MAX_DOCUMENT", 30)
     big = json.dumps({"k": "v" * 40})
-    with reusing_parses():
+    with memo.reusing():
         load_text(big, name="big.json")
         load_text(big, name="big.json")  # too large to keep: parsed again
         docs = [json.dumps({"i": i}) for i in range(4)]  # 8 characters each: 5 fit
@@ -121,7 +122,7 @@ def test_a_file_rewritten_between_loads_is_read_and_parsed_anew(
 ) -> None:
     path = tmp_path / "f.json"
     path.write_text('{"v": 1}')
-    with reusing_parses():
+    with memo.reusing():
         assert load_document(path).data == {"v": 1}
         path.write_text('{"v": 2}')
         assert load_document(path).data == {"v": 2}
