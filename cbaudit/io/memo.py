@@ -15,12 +15,13 @@ used dropped first). The outermost `reusing()` block drops every store when it e
 from __future__ import annotations
 
 import copy
-import json
 import math
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from cbaudit.model.canonical import dumps_canonical
 
 __all__ = ["active", "fresh", "held", "json_key", "keep", "recall", "reusing"]
 
@@ -101,12 +102,12 @@ def held(kind: str) -> int:
 
 
 def json_key(*parts: Any) -> str | None:
-    """`parts` as canonical JSON (sorted keys), a key that holds all of them, when they are
+    """`parts` as canonical JSON (`dumps_canonical`), a key that holds all of them, when they are
     plain JSON data (dicts with string keys, lists, strings, finite numbers, booleans, None);
     else None (work on anything else is not kept: a tuple and a list would dump alike)."""
     if not all(_plain(part) for part in parts):
         return None
-    return json.dumps(parts, sort_keys=True)
+    return dumps_canonical(list(parts))
 
 
 def _plain(value: Any) -> bool:
