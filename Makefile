@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # The CPU build of torch that these machines carry; pinned so pip never reaches for a CUDA build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: all venv gate vllm-release verify-policies test lint typecheck pytest browser clean
+.PHONY: all venv gate vllm-release verify-policies test lint typecheck pytest pytest-compiled wheel browser clean
 
 all: test
 
@@ -64,8 +64,8 @@ verify-policies: $(STAMP)
 	mv $(CANDIDATE) cbaudit/policies/verified_sources.json
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check cbaudit tests benchmarks
-	$(VENV)/bin/ruff format --check cbaudit tests benchmarks
+	$(VENV)/bin/ruff check cbaudit tests benchmarks hatch_build.py
+	$(VENV)/bin/ruff format --check cbaudit tests benchmarks hatch_build.py
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
@@ -89,10 +89,36 @@ browser:
 # files are handed out in collection order (--no-loadscope-reorder), which tests/conftest.py
 # starts with the `slow` tests, so the longest files do not start last.
 PYTEST_WORKERS ?= logical
-pytest: $(STAMP) browser
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+pytest: $(STAMP) browser wheel
+	CBAUDIT_TEST_WHEEL="$$(ls $(WHEEL_DIR)/cbaudit-*.whl)" \
+	  $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-test: lint typecheck pytest
+# The wheel a user's `pip install .` gets (hatch_build.py compiles the replay's hot modules
+# with mypyc where a C compiler and the Python headers are found; elsewhere it is the
+# interpreted wheel, and the line printed says why). `pytest` installs it into a fresh venv
+# (tests/project/test_wheel_install.py); `pytest-compiled` runs the engine, policy,
+# conformance and differential tests against it, all but those marked `instruments` (they
+# replace or subclass code that compiled modules do not let them touch; the interpreted run
+# above has them). Where the wheel is interpreted there is no compiled build to test, and
+# the target says so.
+WHEEL_DIR := .cache/wheel
+COMPILED  := .cache/compiled
+COMPILED_TESTS = tests/sim tests/policies tests/conform tests/contract
+wheel: $(STAMP)
+	@rm -rf $(WHEEL_DIR) && mkdir -p $(WHEEL_DIR)
+	@echo "building the wheel (pip wheel .)"
+	@$(PY) -m pip wheel -v --no-deps -w $(WHEEL_DIR) . > $(WHEEL_DIR)/build.log 2>&1 \
+	  || { tail -n 40 $(WHEEL_DIR)/build.log; exit 1; }
+	@sed -n 's/^ *\(cbaudit: .*\)/\1/p' $(WHEEL_DIR)/build.log
+
+pytest-compiled: wheel
+	@rm -rf $(COMPILED) && $(PY) -m zipfile -e $(WHEEL_DIR)/cbaudit-*.whl $(COMPILED)
+	@if [ -f $(COMPILED)/cbaudit/_compiled.json ]; then \
+	  CBAUDIT_TEST_BUILD=$(CURDIR)/$(COMPILED) $(VENV)/bin/pytest -n $(PYTEST_WORKERS) \
+	    --dist loadfile -m 'not instruments' -p no:cacheprovider $(COMPILED_TESTS); \
+	else echo "note: the wheel is interpreted here: no compiled build to test"; fi
+
+test: lint typecheck pytest pytest-compiled
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .cache

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/replay_speed.py [--trace FILE]... [--rounds 5]
         [--reference] [--limit N]... [--rate-scale X]... [--skip-failed]
         [--blis BIN [--blis-data DIR]] [--vidur DIR]
-        [--vidur-scheduler sarathi|vllm] [--rss-ratio N] [--python PY]... [--mypyc]
+        [--vidur-scheduler sarathi|vllm] [--rss-ratio N] [--python PY]... [--source]
 
 Configuration (printed before the figures): vLLM-shaped scheduling (`vllm-v1`), token budget
 2048 (`max_num_batched_tokens`), 256 sequences (`max_num_seqs`), K/V block 16, 26,312 blocks,
@@ -26,9 +26,15 @@ to a peer also changes with the trace's size, since start-up weighs more on a sm
 Tools, each timed as a whole process, start to exit (interpreter start-up, imports, trace
 parse, replay, metrics, report written):
 
-* `cbaudit`: `cbaudit replay run TRACE -p vllm-v1 ...` (the fast path: quiet decode stretches);
-  the package's bytecode is compiled once before the rounds, as `pip install` does (without
-  `--cbaudit`);
+* `cbaudit`: `cbaudit replay run TRACE -p vllm-v1 ...` (the fast path: quiet decode stretches)
+  from the wheel that `pip install .` builds from this checkout: built (`pip wheel`, untimed),
+  unpacked into a scratch folder and its bytecode compiled, as `pip install` does. Where a C
+  compiler and the Python headers are found, the wheel's hot modules are compiled by mypyc
+  (hatch_build.py); its `cbaudit --version` line, printed first, says which build it is. With
+  `--cbaudit CMD`, that command instead;
+* `cbaudit-source` (`--source`): the same command on this checkout's sources as they are
+  (interpreted: what an editable install runs, and the wheel where no compiler is found); its
+  report is checked byte for byte against cbaudit's;
 * `cbaudit-ref` (`--reference`): the same with `--per-iteration` (every iteration through the
   policy and the checks; the same report, checked byte for byte here);
 * `cbaudit@VERSION` (`--python PY`, repeatable): the same command under another interpreter
@@ -36,12 +42,6 @@ parse, replay, metrics, report written):
   part of the configuration (a CPython built without profile-guided optimisation runs the
   same replay measurably slower), so every interpreter's version, path and the optimisation
   flags its `configure` was given are printed;
-* `cbaudit-mypyc` (`--mypyc`): the same command on a copy of this checkout whose hot modules
-  (`MYPYC_MODULES`: engine, stretches, live contract, plan builder, vllm-v1...) are compiled with
-  mypyc (mypy's compiler, a dev dependency; a C compiler and the Python headers needed), before
-  the rounds and untimed; its report is checked byte for byte against cbaudit's. A measurement
-  of what a compiled build would give on this host, not the build that `pip install` ships
-  (pure Python: docs/replay.md, "A compiled build");
 * `blis` (`--blis` binary, built outside the repository; `--blis-data` its checkout with
   `defaults.yaml`, `model_configs/`, `hardware_config.json`): `blis replay` on the same rows
   converted to its TraceV2 pair (outside the timing), roofline `llama-3.1-8b-instruct` (same
@@ -77,6 +77,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -224,17 +225,11 @@ def run_child(
 
 
 def compile_package() -> str:
-    """Compile the imported cbaudit package's bytecode once, before any timing, as `pip
-    install` does for a user: a checkout run with PYTHONDONTWRITEBYTECODE set (as on these
-    machines) would otherwise compile every changed module again at each start."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("cbaudit")
-    if spec is None or spec.origin is None:
-        return "cbaudit not importable here (not compiled)"
-    pkg = Path(spec.origin).parent
-    compile_bytecode(pkg, bytecode_env())
-    return f"compiled {pkg} (untimed, as pip install does)"
+    """Compile this checkout's package bytecode once, before any timing, as `pip install`
+    does for a user: a checkout run with PYTHONDONTWRITEBYTECODE set (as on these machines)
+    would otherwise compile every changed module again at each start."""
+    compile_bytecode(REPO / "cbaudit", bytecode_env())
+    return f"compiled {REPO / 'cbaudit'} (untimed, as pip install does)"
 
 
 def bytecode_env() -> dict[str, str]:
@@ -246,60 +241,40 @@ def compile_bytecode(pkg: Path, env: dict[str, str]) -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(pkg)], env=env, check=True)
 
 
-#: The modules `--mypyc` compiles: where a replay spends its time (the engine's loop and its
-#: stretches, the live contract checks and the request they read, the plan builder, the
-#: vllm-v1 policy, the request table and the metrics). Left interpreted: `sim/series` (its
-#: compiled C arrays fail at run time), `sim/cost_models` (a runtime-checkable Protocol fails
-#: compiled), `sim/importers` (did not compile) and `sim/workload`: compiled, its `Sequence`
-#: subclass `TraceRequests` shares `Sequence`'s ABC registry, so `isinstance(t, TraceRequests)`
-#: holds for any tuple and every generator or manifest workload stops with an internal error.
-MYPYC_MODULES = (
-    "cbaudit/sim/engine.py",
-    "cbaudit/sim/stretch.py",
-    "cbaudit/contract/live.py",
-    "cbaudit/contract/live_request.py",
-    "cbaudit/policies/base.py",
-    "cbaudit/policies/vllm_v1.py",
-    "cbaudit/policies/vllm_v1_rules.py",
-    "cbaudit/sim/request_table.py",
-    "cbaudit/sim/metrics.py",
-)
-
-_MYPYC_SETUP = """\
-from setuptools import setup
-from mypyc.build import mypycify
-
-setup(name="cbaudit-mypyc-measurement", packages=[], py_modules=[],
-      ext_modules=mypycify({modules!r}, opt_level="3"))
-"""
-
-
-def mypyc_build(work: Path) -> tuple[Path | None, str]:
-    """A copy of this checkout's package (and the schemas and registry it reads beside it,
-    and the mypy settings) with `MYPYC_MODULES` compiled in place by mypyc, untimed: (the
-    folder to put first on PYTHONPATH, what was built), or (None, why not)."""
-    root = work / "mypyc"
-    skip = shutil.ignore_patterns("__pycache__", "*.so", "*.pyc")
-    for name in ("cbaudit", "schemas", "registry"):
-        shutil.copytree(REPO / name, root / name, ignore=skip)
-    shutil.copy2(REPO / "pyproject.toml", root)  # (mypy's settings)
-    (root / "setup.py").write_text(_MYPYC_SETUP.format(modules=list(MYPYC_MODULES)))
+def wheel_build(work: Path) -> tuple[Path | None, str]:
+    """The wheel `pip install .` builds from this checkout (hatch_build.py: compiled where a
+    C compiler is found), unpacked under `work` with its bytecode compiled, untimed: (the
+    folder to run it from, first on PYTHONPATH, and what it is), or (None, why not)."""
     t0 = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "setup.py", "build_ext", "--inplace"],
-        cwd=root, capture_output=True, text=True, check=False,
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", "wheel", "-q", "--no-deps",
+         "-w", str(work / "dist"), str(REPO)],
+        capture_output=True, text=True, check=False,
     )  # fmt: skip
     took = time.perf_counter() - t0
-    if done.returncode != 0:
-        tail = (done.stdout + done.stderr)[-3000:]
-        return None, f"mypyc build failed (exit {done.returncode}):\n{tail}"
-    import mypy.version
+    wheels = sorted((work / "dist").glob("cbaudit-*.whl"))
+    if done.returncode != 0 or len(wheels) != 1:
+        return (
+            None,
+            f"pip wheel failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}",
+        )
+    site = work / "site"
+    with zipfile.ZipFile(wheels[0]) as z:
+        z.extractall(site)
+    env = placed_env(site)
+    compile_bytecode(site / "cbaudit", env)
+    version = subprocess.run(
+        [sys.executable, "-m", "cbaudit", "--version"],
+        cwd=site, env=env, capture_output=True, text=True, check=False,
+    ).stdout.strip()  # fmt: skip
+    return site, f"{version}; {wheels[0].name} built from {REPO} in {took:.0f} s (untimed)"
 
-    names = ", ".join(m.removeprefix("cbaudit/").removesuffix(".py") for m in MYPYC_MODULES)
-    return root, (
-        f"mypy {mypy.version.__version__} (mypyc, opt_level 3) compiled {names} of a copy of"
-        f" {REPO / 'cbaudit'} in {took:.0f} s (untimed)"
-    )
+
+def placed_env(folder: Path) -> dict[str, str]:
+    """The environment of a cbaudit run from `folder` (first on PYTHONPATH; bytecode kept)."""
+    env = bytecode_env()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH")]))
+    return env
 
 
 def python_build(python: str) -> str:
@@ -489,8 +464,6 @@ def measure(
             tools.append(ref)
         for name, other in others:
             tools.append(cbaudit_tool(other, src, work / f"{name}.json", name))
-            if name in placed:
-                tools[-1].cwd, tools[-1].env = placed[name]
         n_of = dict.fromkeys((t.name for t in tools), n)
         if args.rss_ratio:
             small = work / f"first{args.rss_ratio}{src.suffix}"
@@ -498,6 +471,13 @@ def measure(
             name = f"cbaudit-{args.rss_ratio}"
             tools.append(cbaudit_tool(cmd, small, work / "small.json", name))
             n_of[name] = min(args.rss_ratio, n)
+        # where each run starts: cbaudit's own runs (`cmd`) from the unpacked wheel, the
+        # checkout's sources from the checkout
+        with_cmd = {"cbaudit", "cbaudit-ref", f"cbaudit-{args.rss_ratio}"}
+        for tool in tools:
+            where = placed.get("cbaudit" if tool.name in with_cmd else tool.name)
+            if where is not None:
+                tool.cwd, tool.env = where
         if args.blis and setup.blis_data is not None:
             write_blis_trace(rows, work / "blis-trace")
             tools.append(blis_tool(args.blis, setup.blis_data, work / "blis-trace"))
@@ -584,9 +564,9 @@ def main() -> int:
         help="also time cbaudit under this interpreter (cbaudit installed there; repeatable)",
     )
     ap.add_argument(
-        "--mypyc",
+        "--source",
         action="store_true",
-        help="also time a copy with the hot modules compiled by mypyc (not the shipped build)",
+        help="also time this checkout's sources, interpreted (an editable install's build)",
     )
     args = ap.parse_args()
     traces = [t.resolve() for t in args.trace or [DEFAULT_TRACE]]
@@ -605,32 +585,28 @@ def main() -> int:
         f" {args.rounds} interleaved rounds; cbaudit command: {shlex.join(cmd)}"
     )
     print(f"host: {os.cpu_count()} CPUs, {load()}")
-    if not args.cbaudit:
-        print(f"bytecode: {compile_package()}")
-        print(f"python: {python_build(sys.executable)}")
+    # a tool run from its own folder with its own environment (`python -m` puts the working
+    # folder first on sys.path: the cbaudit found there is the one measured)
+    placed: dict[str, tuple[Path, dict[str, str]]] = {}
     others: list[tuple[str, list[str]]] = []
+    scratch = None
+    if not args.cbaudit:
+        scratch = tempfile.TemporaryDirectory(prefix="replay-speed-wheel-")
+        site, what = wheel_build(Path(scratch.name))
+        print(f"cbaudit: {what}")
+        if site is None:
+            return 1
+        placed["cbaudit"] = (site, placed_env(site))
+        print(f"python: {python_build(sys.executable)}")
+    if args.source:
+        print(f"cbaudit-source: {REPO} as it is; bytecode: {compile_package()}")
+        others.append(("cbaudit-source", [sys.executable, "-m", "cbaudit"]))
+        placed["cbaudit-source"] = (REPO, placed_env(REPO))
     for py in args.python:
         build = python_build(py)
         version = build.split()[1] if " " in build else py
         print(f"python (cbaudit@{version}): {build}")
         others.append((f"cbaudit@{version}", [py, "-m", "cbaudit"]))
-    # a tool run from its own folder with its own environment (`python -m` puts the working
-    # folder first on sys.path: the compiled copy must be the cbaudit found there)
-    placed: dict[str, tuple[Path, dict[str, str]]] = {}
-    scratch = None
-    if args.mypyc:
-        if args.cbaudit:
-            sys.exit("--mypyc compiles this checkout's package: not with --cbaudit")
-        scratch = tempfile.TemporaryDirectory(prefix="replay-speed-mypyc-")
-        built, what = mypyc_build(Path(scratch.name))
-        print(f"mypyc: {what}")
-        if built is None:
-            return 1
-        env = bytecode_env()
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(built), env.get("PYTHONPATH")]))
-        compile_bytecode(built / "cbaudit", env)
-        others.append(("cbaudit-mypyc", [sys.executable, "-m", "cbaudit"]))
-        placed["cbaudit-mypyc"] = (built, env)
     scales: list[Decimal | None] = list(args.rate_scale or [None])
     setup = Setup(args, cmd, others, placed, blis_data)
     limits: list[int | None] = list(args.limit or [None])

@@ -14,6 +14,30 @@ from m52_in_place import InPlaceGate, run_hooked_gate
 from repo_paths import EVIDENCE, REPO, SHARED
 from run_once import run_once
 
+# `make pytest-compiled` runs the engine, policy and differential tests against the wheel a
+# user's `pip install .` builds, unpacked in CBAUDIT_TEST_BUILD (hatch_build.py compiles the
+# replay's hot modules there). The package is imported from there before anything else
+# imports it (the modules imported above do not), so every `cbaudit` module the tests reach
+# is the build's; a folder that holds no compiled build is a usage error, never a silent run
+# of the source tree.
+_BUILD = os.environ.get("CBAUDIT_TEST_BUILD")
+if _BUILD:
+    sys.path.insert(0, os.path.abspath(_BUILD))
+    import importlib.machinery
+
+    import cbaudit
+    import cbaudit.sim.engine
+
+    _where = os.path.dirname(os.path.abspath(cbaudit.__file__))
+    if _where != os.path.join(
+        os.path.abspath(_BUILD), "cbaudit"
+    ) or not cbaudit.sim.engine.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+        raise pytest.UsageError(
+            f"CBAUDIT_TEST_BUILD={_BUILD}: cbaudit was imported from {_where} and its engine"
+            f" from {cbaudit.sim.engine.__file__}, not a compiled build there"
+        )
+
+
 __all__ = ["EVIDENCE", "REPO", "SHARED", "CliRun"]
 
 
@@ -25,6 +49,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     long file starting last while the other worker idles.
     """
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_report_header() -> str | None:
+    """Say which build of cbaudit the tests run against when it is not the source tree."""
+    if not _BUILD:
+        return None
+    import cbaudit.sim.engine
+
+    return f"cbaudit: the compiled build in {_BUILD} (engine: {cbaudit.sim.engine.__file__})"
 
 
 @dataclass(frozen=True)

@@ -205,7 +205,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"cbaudit {__version__}")
+        from cbaudit.io.compiled import describe_build
+
+        typer.echo(f"cbaudit {__version__} ({describe_build()})")
         raise typer.Exit(0)
 
 

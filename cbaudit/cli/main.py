@@ -31,8 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     if args in (["--version"], ["-V"]):
         # Answer without importing typer/rich so `cbaudit --version` starts fast.
         from cbaudit import __version__
+        from cbaudit.io.compiled import describe_build
 
-        sys.stdout.write(f"cbaudit {__version__}\n")
+        sys.stdout.write(f"cbaudit {__version__} ({describe_build()})\n")
         sys.exit(0)
     if gc.isenabled():
         gc.disable()

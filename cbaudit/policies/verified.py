@@ -12,7 +12,9 @@ and the engine believes one only from code whose promise was checked:
   holds no function of its own;
 * every module of this package that is loaded has the bytes recorded in `verified_sources.json`
   (the sources on which the differential tests ran: `make verify-policies` runs them and then
-  records the digests; a test fails while the record and the sources differ);
+  records the digests; a test fails while the record and the sources differ); a module loaded
+  from a compiled extension (the wheel's, `hatch_build.py`) counts only when the wheel's build
+  record says it was compiled from those same bytes (`cbaudit.io.compiled`);
 * no function of those classes and modules was rebound in this process to one defined
   elsewhere (a test's or a plugin's function, a mock): a function they hold comes from
   cbaudit's own files or from the standard library.
@@ -27,7 +29,6 @@ believed") gives the reasons and what is still outside the check.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -35,6 +36,8 @@ import types
 from dataclasses import is_dataclass
 from functools import cache, partial
 from pathlib import Path
+
+from cbaudit.io.compiled import compiled_source_digest, source_digest
 
 PACKAGE = "cbaudit.policies"
 HERE = Path(__file__).resolve().parent
@@ -159,8 +162,14 @@ def _changed_sources() -> list[str]:
             continue
         rel = path.name if path.parent.resolve() == HERE else str(path)
         want = record.get(rel)
-        if want is None or want != _digest(str(path)):
+        have = _digest(str(path))
+        if want is None or want != have:
             out.append(rel)
+        elif (
+            str(getattr(mod, "__file__", "")) != str(path) and compiled_source_digest(path) != have
+        ):
+            # a compiled extension: what runs is what the build record says it was built from
+            out.append(f"{rel} (compiled from other sources)")
     return sorted(set(out))
 
 
@@ -190,8 +199,8 @@ def _digest(path: str) -> str | None:
 
 def digest(source: bytes) -> str:
     """A source file's digest, line endings normalised (a checkout with CRLF endings holds
-    the same code)."""
-    return "sha256:" + hashlib.sha256(source.replace(b"\r\n", b"\n")).hexdigest()
+    the same code); the same digest as the compiled build's record."""
+    return source_digest(source)
 
 
 def _is_function_like(value: object) -> bool:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from fields import slot_names
 
 from cbaudit.policies.budget import Reason, admission_check, blocks_needed
 from cbaudit.policies.registry import POLICIES, Registry
@@ -142,6 +143,6 @@ def test_take_makes_the_item_plan_item_makes() -> None:
         for item in plan.items:
             r = item.req
             made = PlanItem.of(r, r.c, item.end, item.phase, key_fn(r, item.phase))
-            assert {s: getattr(item, s) for s in PlanItem.__slots__} == {
-                s: getattr(made, s) for s in PlanItem.__slots__
+            assert {s: getattr(item, s) for s in slot_names(PlanItem)} == {
+                s: getattr(made, s) for s in slot_names(PlanItem)
             }

@@ -90,6 +90,7 @@ class _Counting(PlanBuilder):
         return got
 
 
+@pytest.mark.instruments
 @pytest.mark.parametrize("mode", ["fcfs", "priority"])
 def test_the_block_is_the_running_pass_row_by_row(mode: str) -> None:
     """Over seeded random cuts (K/V pools from none to one block short, token and sequence

@@ -158,6 +158,7 @@ def _first_divergence() -> str | None:
     return None
 
 
+@pytest.mark.instruments
 @pytest.mark.parametrize("name", list(POLICY_MUTANTS))
 def test_a_changed_policy_rule_is_caught_by_the_corpus(
     name: str, monkeypatch: pytest.MonkeyPatch
@@ -176,6 +177,7 @@ def _unselect_keeping_tokens(self: PlanBuilder, req: LiveRequest) -> None:
 _UNSELECT = PlanBuilder.unselect
 
 
+@pytest.mark.instruments
 def test_a_victim_that_keeps_its_tokens_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """A victim scheduled earlier in the step must give its tokens back to the budget."""
     monkeypatch.setattr(PlanBuilder, "unselect", _unselect_keeping_tokens)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fields import slot_names
+
 from cbaudit.policies.registry import POLICIES
 from cbaudit.sim.cost_unit import UnitCostModel
 from cbaudit.sim.engine import Engine, ReplayRun, Validation
@@ -49,7 +51,7 @@ def assert_same_workload(fast: Workload | None, slow: Workload) -> None:
     assert fast is not None, "a plain trace must take the direct path"
     assert fast == slow
     for a, b in zip(fast.requests, slow.requests, strict=True):
-        for name in a.__slots__:
+        for name in slot_names(type(a)):
             va, vb = getattr(a, name), getattr(b, name)
             assert va == vb and type(va) is type(vb), (name, va, vb)
     assert fast.hidden_realized is not None and slow.hidden_realized is not None

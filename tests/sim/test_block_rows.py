@@ -51,6 +51,7 @@ def _checked_twice(wl: Any, policy: Any) -> Engine:
     return engine
 
 
+@pytest.mark.instruments
 def test_vouched_rows_get_the_record_validators_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
     """On generated workloads the live validator, taking the block rows on the engine's
     word, finds exactly what the record validators find on the full records of the same
@@ -110,6 +111,7 @@ class _Tamper(VllmV1Policy):
         ("twice", "PLAN.REQUEST.DUPLICATE"),
     ],
 )
+@pytest.mark.instruments
 def test_a_tampered_block_row_is_caught_as_on_the_per_iteration_path(how: str, code: str) -> None:
     """A policy that changes a decode row it took (as a block on the fast path, row by row on
     the per-iteration path) is stopped by both paths with the same findings at the same
@@ -133,6 +135,7 @@ def test_a_tampered_block_row_is_caught_as_on_the_per_iteration_path(how: str, c
     assert code in caught, caught
 
 
+@pytest.mark.instruments
 def test_an_executor_defect_on_a_vouched_row_is_a_result_finding(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -191,6 +194,7 @@ class _SelfVouch(VllmV1Policy):
         super().choose(view, plan)
 
 
+@pytest.mark.instruments
 def test_a_block_the_policy_offers_itself_is_checked_in_full(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -222,6 +226,7 @@ class _ReOffer(VllmV1Policy):
         super().choose(view, plan)
 
 
+@pytest.mark.instruments
 def test_the_engines_block_offered_again_by_the_policy_is_not_vouched_for(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

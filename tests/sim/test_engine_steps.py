@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fields import slot_names
 
 from cbaudit.contract.records import Phase, Queue
 from cbaudit.policies.base import PlanBuilder, StateView
@@ -486,6 +487,6 @@ def test_engine_cut_sets_every_slot_as_view_of_does() -> None:
     made = _View.of(
         7, 3, 2.5, engine.budgets, engine.running, engine.waiting, 11, engine.state_pool
     )
-    assert {s: getattr(cut, s) for s in _View.__slots__} == {
-        s: getattr(made, s) for s in _View.__slots__
+    assert {s: getattr(cut, s) for s in slot_names(_View)} == {
+        s: getattr(made, s) for s in slot_names(_View)
     }

@@ -9,6 +9,7 @@ import random
 from typing import Any
 
 import pytest
+from fields import slot_names
 
 from cbaudit.contract.records import Queue
 from cbaudit.policies.registry import POLICIES
@@ -117,7 +118,7 @@ def test_the_table_gives_back_what_it_stored() -> None:
     for i in range(30):
         r, st = kept.get(i, (new_live_request(wl, i), None))
         back = table.live_request_at(wl, i)
-        for name in type(r).__slots__:
+        for name in slot_names(type(r)):
             assert getattr(back, name) == getattr(r, name), (i, name)
         want = st if st is not None else RequestStats()
         assert table.stats_at(i) == want

@@ -16,6 +16,7 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
+from fields import slot_names
 
 from cbaudit.contract.live_request import LiveRequest
 from cbaudit.contract.records import Phase, Queue
@@ -34,6 +35,7 @@ from cbaudit.sim.replay_compare import request_samples
 from cbaudit.sim.request_table import RequestStats
 from cbaudit.sim.step import StepShape
 from cbaudit.sim.workload import Workload, workload_from_data
+from tests.sim.generated import generated_doc, long_workload_doc, workload_doc
 
 ROOFLINE = {"hardware": "nvidia-h100-sxm", "model": "llama-3-8b-gqa-fp16", "mfu": 0.7}
 
@@ -45,90 +47,23 @@ def _generated(
     reqs: list[dict[str, Any]],
     hidden: dict[str, int],
 ) -> Workload:
-    """A generated workload's document: its requests, budgets and hidden output lengths."""
-    data: dict[str, Any] = {
-        "schema_version": 1,
-        "workload_id": workload_id,
-        "clock": {"unit": unit},
-        "budgets": budgets,
-        "requests": reqs,
-        "fixture_only_hidden_truth": {"realized_output_tokens": hidden},
-    }
-    return workload_from_data(data, "generated.yaml")
+    """A generated workload: its requests, budgets and hidden output lengths."""
+    return workload_from_data(
+        generated_doc(workload_id, unit, budgets, reqs, hidden), "generated.yaml"
+    )
 
 
 def _workload(seed: int, unit: str) -> Workload:
-    """A random workload: bursts of arrivals, long prompts, short and long outputs, priorities,
-    sometimes a tiny K/V pool (preemption) or a long-prefill threshold."""
-    rnd = random.Random(seed)
-    n = rnd.randint(3, 14)
-    t = 0.0
-    reqs: list[dict[str, Any]] = []
-    hidden: dict[str, int] = {}
-    for i in range(n):
-        t += rnd.choice([0, 0, 1, 3, 20, 80]) if unit == "tick" else rnd.choice([0, 5, 40, 400])
-        max_out = rnd.randint(1, 60)
-        rid = f"r{i}"
-        reqs.append(
-            {
-                "request_id": rid,
-                "arrival": t,
-                "prompt_tokens": rnd.choice([1, 3, 17, 40, 130]),
-                "max_output_tokens": max_out,
-                "priority": rnd.randint(0, 2),
-            }
-        )
-        hidden[rid] = rnd.randint(1, max_out)
-    budgets: dict[str, Any] = {
-        "token_budget": rnd.choice([8, 32, 64, 256]),
-        "sequence_budget": rnd.choice([2, 4, 16]),
-    }
-    if rnd.random() < 0.8:
-        budgets["kv_block_size"] = rnd.choice([1, 4, 16])
-        need = max(
-            -(-(r["prompt_tokens"] + r["max_output_tokens"]) // budgets["kv_block_size"])
-            for r in reqs
-        )
-        budgets["kv_total_blocks"] = need + rnd.choice([0, 2, 8, 1000])
-    if rnd.random() < 0.3:
-        budgets["long_prefill_token_threshold"] = rnd.choice([4, 16])
-    return _generated(f"gen-{seed}", unit, budgets, reqs, hidden)
+    """A random workload (`generated.workload_doc`): bursts of arrivals, long prompts, short
+    and long outputs, priorities, sometimes a tiny K/V pool (preemption) or a long-prefill
+    threshold."""
+    return workload_from_data(workload_doc(seed, unit), "generated.yaml")
 
 
 def _long_workload(seed: int, unit: str) -> Workload:
-    """A longer random workload than `_workload`'s: up to 70 requests, prompts up to 2,100
-    tokens against token budgets up to 2,048 (chunked prompts with decodes beside them),
-    outputs up to 200 tokens (long stretches), pools from exactly enough to ample."""
-    rnd = random.Random(10_000_000 + seed)
-    n = rnd.randint(10, 70)
-    t = 0.0
-    reqs: list[dict[str, Any]] = []
-    hidden: dict[str, int] = {}
-    for i in range(n):
-        t += rnd.choice([0, 0, 1, 3, 20, 80] if unit == "tick" else [0, 0, 5, 40, 400, 3000])
-        max_out = rnd.randint(1, 200)
-        rid = f"r{i}"
-        reqs.append(
-            {
-                "request_id": rid,
-                "arrival": t,
-                "prompt_tokens": rnd.choice([1, 3, 17, 40, 130, 700, 2100]),
-                "max_output_tokens": max_out,
-                "priority": rnd.randint(0, 2),
-            }
-        )
-        hidden[rid] = rnd.randint(1, max_out)
-    budgets: dict[str, Any] = {
-        "token_budget": rnd.choice([8, 32, 64, 256, 2048]),
-        "sequence_budget": rnd.choice([2, 4, 16, 64]),
-    }
-    if rnd.random() < 0.85:
-        bs = budgets["kv_block_size"] = rnd.choice([1, 4, 16])
-        need = max(-(-(r["prompt_tokens"] + r["max_output_tokens"]) // bs) for r in reqs)
-        budgets["kv_total_blocks"] = need + rnd.choice([0, 2, 8, 50, 100_000])
-    if rnd.random() < 0.3:
-        budgets["long_prefill_token_threshold"] = rnd.choice([4, 16, 512])
-    return _generated(f"long-{seed}", unit, budgets, reqs, hidden)
+    """A longer random workload (`generated.long_workload_doc`): up to 70 requests, chunked
+    prompts beside decodes, long stretches, pools from exactly enough to ample."""
+    return workload_from_data(long_workload_doc(seed, unit), "generated.yaml")
 
 
 def _run(wl: Workload, policy: Any, cost: Any, *, stretches: bool, **kw: Any) -> Engine:
@@ -160,12 +95,8 @@ def _alike_on_both_paths(
     return bool(slow.findings)
 
 
-# the fields compared, read so that a mypyc-compiled build (`benchmarks/replay_speed.py
-# --mypyc`), whose native classes list their attributes in `__mypyc_attrs__` and have no
-# `__slots__`, is compared field for field too
-_VIEW_FIELDS: tuple[str, ...] = getattr(LiveRequest, "__slots__", ()) or getattr(
-    LiveRequest, "__mypyc_attrs__", ()
-)
+# the fields compared (the compiled build's native class lists them elsewhere: tests/fields.py)
+_VIEW_FIELDS: tuple[str, ...] = slot_names(LiveRequest)
 assert "c" in _VIEW_FIELDS and "e" in _VIEW_FIELDS, _VIEW_FIELDS  # (never an empty comparison)
 _STATS_FIELDS = tuple(f.name for f in dataclasses.fields(RequestStats))
 
@@ -244,6 +175,7 @@ def test_fast_path_equals_per_iteration_path_on_long_runs(policy_id: str, cost: 
     assert (taken > 0) is callable(getattr(policy, "decode_stretch", None))
 
 
+@pytest.mark.instruments
 def test_long_workloads_reach_long_stretches_chunks_and_preemption(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -388,6 +320,7 @@ class _SarathiMutant(SarathiServePolicy):
             _mutate(self.bug, view, plan)
 
 
+@pytest.mark.instruments
 @pytest.mark.parametrize("bug", ["skip", "key", "wide", "snapshot", "over"])
 def test_a_mutant_is_caught_by_both_paths_at_the_same_iteration(bug: str) -> None:
     """Deviations that start inside a stretch are found at the same iteration with the same
@@ -404,6 +337,7 @@ def test_a_mutant_is_caught_by_both_paths_at_the_same_iteration(bug: str) -> Non
 @pytest.mark.parametrize(
     "bug", ["skip", "key", "wide", "snapshot", "over", "narrow", "unexplained", "defer_selected"]
 )
+@pytest.mark.instruments
 def test_a_mutant_is_caught_at_the_same_iteration_on_long_runs(bug: str) -> None:
     """The same on `_long_workload`'s runs, for vllm-v1 (FCFS and priority) and
     sarathi-serve: a deviation from cut `at` on gives both paths the same findings, in the
@@ -448,6 +382,7 @@ def _chunk_stretches(
 CHUNK_OPTIONS: list[dict[str, Any]] = [{}, {"scheduling": "priority"}]
 
 
+@pytest.mark.instruments
 def test_chunk_stretches_happen_with_requests_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunk stretches open both with an empty waiting queue and with requests left waiting
     behind a full token budget (the case whose not-selected reasons the contract checks), and
@@ -472,6 +407,7 @@ MUTANT_OPTIONS = [("vllm-v1", {}), ("vllm-v1", {"scheduling": "priority"}), ("sa
 @pytest.mark.parametrize(
     "bug", ["skip", "key", "wide", "snapshot", "over", "narrow", "unexplained", "defer_selected"]
 )
+@pytest.mark.instruments
 def test_a_mutant_inside_a_chunk_stretch_is_caught_at_the_same_iteration(
     bug: str, policy_id: str, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -522,6 +458,7 @@ def _held_stretches(
     return found
 
 
+@pytest.mark.instruments
 def test_static_stretches_open_behind_its_held_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     """`static` holds its queue while a fixed batch runs (`decode_stretch_waiting`): decode
     stretches open with requests waiting, chain across the batch's finishes, and give the
@@ -561,6 +498,7 @@ class _StaticMutant(StaticPolicy):
             _mutate(self.bug, view, plan)
 
 
+@pytest.mark.instruments
 @pytest.mark.parametrize("bug", ["skip", "key", "wide", "snapshot", "over", "admit", "forget"])
 def test_a_static_mutant_behind_its_held_queue_is_caught_at_the_same_iteration(
     bug: str, monkeypatch: pytest.MonkeyPatch
@@ -647,6 +585,7 @@ def _finish_points(wl: Workload, policy_id: str, cost: str, prompts: bool = Fals
     return points
 
 
+@pytest.mark.instruments
 @pytest.mark.parametrize("policy_id", ["vllm-v1", "sarathi-serve", "static", "orca"])
 @pytest.mark.parametrize("cost", ["unit", "roofline"])
 def test_stretches_fold_finishes_and_chain(
@@ -689,6 +628,7 @@ def test_stretches_fold_finishes_and_chain(
     assert set(starts) & set(folded)
 
 
+@pytest.mark.instruments
 @pytest.mark.parametrize("bug", ["skip", "key", "wide", "snapshot", "over"])
 def test_a_mutant_right_after_a_finish_is_caught_at_the_same_iteration(bug: str) -> None:
     """Deviations that start at the cut right after (or at) a finish or a completed prompt,
@@ -704,6 +644,7 @@ def test_a_mutant_right_after_a_finish_is_caught_at_the_same_iteration(bug: str)
     assert caught > 0 and sum(stretched) > 0
 
 
+@pytest.mark.instruments
 @pytest.mark.parametrize("policy_id", ["vllm-v1", "sarathi-serve", "static", "orca"])
 def test_stretches_open_right_after_a_completed_prompt(
     policy_id: str, monkeypatch: pytest.MonkeyPatch
@@ -732,6 +673,7 @@ def test_stretches_open_right_after_a_completed_prompt(
     assert any(opened)
 
 
+@pytest.mark.instruments
 def test_a_broken_view_at_a_stretch_start_is_reported_at_that_cut() -> None:
     """An engine fault that breaks a state rule in a view right after a completed prompt
     (a generation below the declared one): the stretch's first cut checks the changed views,
@@ -764,6 +706,7 @@ def test_a_broken_view_at_a_stretch_start_is_reported_at_that_cut() -> None:
     assert caught > 0
 
 
+@pytest.mark.instruments
 @pytest.mark.parametrize("options", [{}, {"scheduling": "priority"}, {"max_model_len": 60}])
 def test_the_decodes_offered_as_a_block_are_what_the_engine_vouches(
     options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
@@ -862,6 +805,7 @@ class _SelfOffer(VllmV1Policy):
         super().choose(view, plan)
 
 
+@pytest.mark.instruments
 @pytest.mark.parametrize("options", CHUNK_OPTIONS)
 def test_a_policy_that_offers_itself_a_block_is_caught_at_the_same_iteration(
     options: dict[str, Any], monkeypatch: pytest.MonkeyPatch

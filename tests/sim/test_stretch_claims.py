@@ -9,16 +9,20 @@ iteration: the same findings at the same iteration as `--per-iteration`.
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import pytest
 
+from cbaudit.io import compiled
+from cbaudit.io.compiled import CompiledBuild
 from cbaudit.policies import budget, verified
 from cbaudit.policies.base import PlanBuilder, StateView
 from cbaudit.policies.registry import POLICIES
@@ -80,6 +84,7 @@ def test_cbaudits_own_policies_are_believed(policy_id: str) -> None:
     assert taken > 0
 
 
+@pytest.mark.instruments
 def test_a_transient_defect_inside_a_stretch_is_found_at_its_iteration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -111,6 +116,7 @@ def test_a_transient_defect_inside_a_stretch_is_found_at_its_iteration(
     assert found > 5 and missed > 5, (found, missed)
 
 
+@pytest.mark.instruments
 def test_a_subclass_without_changes_is_not_believed_and_the_replay_says_why() -> None:
     class Same(VllmV1Policy):
         pass
@@ -127,6 +133,7 @@ def test_a_subclass_without_changes_is_not_believed_and_the_replay_says_why() ->
     assert slow.report().notes == []
 
 
+@pytest.mark.instruments
 def test_a_function_on_the_instance_is_not_believed() -> None:
     policy = VllmV1Policy({})
     real = policy.choose
@@ -181,6 +188,29 @@ def test_a_changed_source_is_not_believed(monkeypatch: pytest.MonkeyPatch) -> No
     del record["vllm_v1.py"]  # a module with no record counts as changed too
     why = verified.stretch_claim_refusal(VllmV1Policy({}))
     assert why is not None and "vllm_v1.py differs" in why, why
+
+
+def test_a_compiled_module_counts_only_as_the_build_record_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A policy module loaded from a compiled extension (the wheel's, hatch_build.py) runs the
+    code it was compiled from, not the `.py` beside it: it is believed only when the wheel's
+    build record gives that source the recorded digest. Here a module of the package claims
+    to come from an extension beside vllm_v1.py."""
+    fake = types.ModuleType("cbaudit.policies._compiled_stand_in")
+    fake.__file__ = str(verified.HERE / ("vllm_v1" + importlib.machinery.EXTENSION_SUFFIXES[0]))
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    built: dict[str, str] = {}
+    monkeypatch.setattr(compiled, "compiled_build", lambda: CompiledBuild("mypyc", built))
+    why = verified.stretch_claim_refusal(VllmV1Policy({}))  # the record does not name it
+    assert why is not None and "vllm_v1.py (compiled from other sources) differs" in why, why
+    built["cbaudit/policies/vllm_v1.py"] = "sha256:" + "0" * 64  # compiled from other bytes
+    why = verified.stretch_claim_refusal(VllmV1Policy({}))
+    assert why is not None and "vllm_v1.py (compiled from other sources)" in why, why
+    built["cbaudit/policies/vllm_v1.py"] = verified.digest(
+        (verified.HERE / "vllm_v1.py").read_bytes()
+    )
+    assert verified.stretch_claim_refusal(VllmV1Policy({})) is None
 
 
 def test_the_record_is_the_sources() -> None:

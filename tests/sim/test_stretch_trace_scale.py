@@ -70,6 +70,7 @@ CASES = [
 ]
 
 
+@pytest.mark.instruments
 @pytest.mark.parametrize(("policy_id", "options", "rate", "blocks"), CASES)
 def test_trace_sized_workloads_give_the_same_report_on_both_paths(
     policy_id: str,

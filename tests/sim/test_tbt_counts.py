@@ -37,6 +37,7 @@ def _checked(engine: Engine, seed: int, shared: list[int]) -> None:
     engine._serve = counted  # type: ignore[method-assign]
 
 
+@pytest.mark.instruments
 @pytest.mark.parametrize("policy_id", ["vllm-v1", "sarathi-serve", "orca"])
 @pytest.mark.parametrize("cost", ["unit", "roofline"])
 def test_the_dict_after_each_iteration_is_the_row_by_row_count(policy_id: str, cost: str) -> None:

@@ -1,0 +1,100 @@
+"""Generated workloads for the differential tests: random request mixes as workload documents
+(test_stretch.py replays them in process; test_wheel_install.py writes them to files and
+replays them with the installed build and with the source tree)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+
+def generated_doc(
+    workload_id: str,
+    unit: str,
+    budgets: dict[str, Any],
+    reqs: list[dict[str, Any]],
+    hidden: dict[str, int],
+) -> dict[str, Any]:
+    """A generated workload's document: its requests, budgets and hidden output lengths."""
+    return {
+        "schema_version": 1,
+        "workload_id": workload_id,
+        "clock": {"unit": unit},
+        "budgets": budgets,
+        "requests": reqs,
+        "fixture_only_hidden_truth": {"realized_output_tokens": hidden},
+    }
+
+
+def workload_doc(seed: int, unit: str) -> dict[str, Any]:
+    """A random workload: bursts of arrivals, long prompts, short and long outputs, priorities,
+    sometimes a tiny K/V pool (preemption) or a long-prefill threshold."""
+    rnd = random.Random(seed)
+    n = rnd.randint(3, 14)
+    t = 0.0
+    reqs: list[dict[str, Any]] = []
+    hidden: dict[str, int] = {}
+    for i in range(n):
+        t += rnd.choice([0, 0, 1, 3, 20, 80]) if unit == "tick" else rnd.choice([0, 5, 40, 400])
+        max_out = rnd.randint(1, 60)
+        rid = f"r{i}"
+        reqs.append(
+            {
+                "request_id": rid,
+                "arrival": t,
+                "prompt_tokens": rnd.choice([1, 3, 17, 40, 130]),
+                "max_output_tokens": max_out,
+                "priority": rnd.randint(0, 2),
+            }
+        )
+        hidden[rid] = rnd.randint(1, max_out)
+    budgets: dict[str, Any] = {
+        "token_budget": rnd.choice([8, 32, 64, 256]),
+        "sequence_budget": rnd.choice([2, 4, 16]),
+    }
+    if rnd.random() < 0.8:
+        budgets["kv_block_size"] = rnd.choice([1, 4, 16])
+        need = max(
+            -(-(r["prompt_tokens"] + r["max_output_tokens"]) // budgets["kv_block_size"])
+            for r in reqs
+        )
+        budgets["kv_total_blocks"] = need + rnd.choice([0, 2, 8, 1000])
+    if rnd.random() < 0.3:
+        budgets["long_prefill_token_threshold"] = rnd.choice([4, 16])
+    return generated_doc(f"gen-{seed}", unit, budgets, reqs, hidden)
+
+
+def long_workload_doc(seed: int, unit: str) -> dict[str, Any]:
+    """A longer random workload than `workload_doc`'s: up to 70 requests, prompts up to 2,100
+    tokens against token budgets up to 2,048 (chunked prompts with decodes beside them),
+    outputs up to 200 tokens (long stretches), pools from exactly enough to ample."""
+    rnd = random.Random(10_000_000 + seed)
+    n = rnd.randint(10, 70)
+    t = 0.0
+    reqs: list[dict[str, Any]] = []
+    hidden: dict[str, int] = {}
+    for i in range(n):
+        t += rnd.choice([0, 0, 1, 3, 20, 80] if unit == "tick" else [0, 0, 5, 40, 400, 3000])
+        max_out = rnd.randint(1, 200)
+        rid = f"r{i}"
+        reqs.append(
+            {
+                "request_id": rid,
+                "arrival": t,
+                "prompt_tokens": rnd.choice([1, 3, 17, 40, 130, 700, 2100]),
+                "max_output_tokens": max_out,
+                "priority": rnd.randint(0, 2),
+            }
+        )
+        hidden[rid] = rnd.randint(1, max_out)
+    budgets: dict[str, Any] = {
+        "token_budget": rnd.choice([8, 32, 64, 256, 2048]),
+        "sequence_budget": rnd.choice([2, 4, 16, 64]),
+    }
+    if rnd.random() < 0.85:
+        bs = budgets["kv_block_size"] = rnd.choice([1, 4, 16])
+        need = max(-(-(r["prompt_tokens"] + r["max_output_tokens"]) // bs) for r in reqs)
+        budgets["kv_total_blocks"] = need + rnd.choice([0, 2, 8, 50, 100_000])
+    if rnd.random() < 0.3:
+        budgets["long_prefill_token_threshold"] = rnd.choice([4, 16, 512])
+    return generated_doc(f"long-{seed}", unit, budgets, reqs, hidden)
