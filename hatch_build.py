@@ -127,7 +127,9 @@ def compile_modules(root: Path, modules: list[str], work: Path) -> dict[str, str
     try:
         import mypy.version
     except ImportError as err:  # (a build without the hook's dependencies)
-        raise CompileError(f"mypy (mypyc) is not installed in the build environment: {err}")
+        raise CompileError(
+            f"mypy (mypyc) is not installed in the build environment: {err}"
+        ) from err
     src = work / "src"
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.pyd")
     shutil.copytree(root / "cbaudit", src / "cbaudit", ignore=skip)
