@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import shlex
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -132,9 +133,12 @@ def test_each_limit_is_measured_on_its_own_prefix(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """`--limit` is repeatable: one measurement per N, each on the trace's first N rows (the
-    whole command really runs, one round, no peer)."""
+    whole command really runs, one round, no peer; `--cbaudit` names the command, so no wheel
+    is built)."""
     trace = _trace(tmp_path)
+    command = f"{shlex.quote(sys.executable)} -m cbaudit"
     argv = ["replay_speed.py", "--trace", str(trace), "--rounds", "1", "--limit", "1"]
+    argv += ["--cbaudit", command]
     monkeypatch.setattr(sys, "argv", [*argv, "--limit", "3"])
     assert speed.main() == 0
     out = capsys.readouterr().out
