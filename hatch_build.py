@@ -26,7 +26,7 @@ stretch declaration only when it was built from the verified sources
 
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import json
 import os
 import shlex
@@ -83,11 +83,14 @@ class CompileHook(BuildHookInterface):  # type: ignore[type-arg]
         t0 = time.monotonic()
         try:
             placed = compile_modules(Path(self.root), modules, Path(self._work))
-        except CompileError as err:
+        except Exception as err:  # (auto: any failure leaves the interpreted wheel)
+            shutil.rmtree(self._work, ignore_errors=True)
+            self._work = None
             if mode == "1":
                 raise
+            why = str(err) if isinstance(err, CompileError) else f"{type(err).__name__}: {err}"
             self.app.display_warning(
-                f"cbaudit: the replay's hot modules were not compiled ({err}); building the"
+                f"cbaudit: the replay's hot modules were not compiled ({why}); building the"
                 f" interpreted wheel (the same code, slower; {ENV}=1 makes this an error)"
             )
             return
@@ -104,9 +107,21 @@ class CompileHook(BuildHookInterface):  # type: ignore[type-arg]
             shutil.rmtree(str(self._work), ignore_errors=True)
 
 
-def source_digest(source: bytes) -> str:
-    """A source file's digest, line endings normalised (`cbaudit.policies.verified.digest`)."""
-    return "sha256:" + hashlib.sha256(source.replace(b"\r\n", b"\n")).hexdigest()
+def _source_digest(root: Path) -> Any:
+    """`cbaudit.io.compiled.source_digest`, the digest the replay checks the record against,
+    loaded from its file (standard library only) without importing the package being built."""
+    spec = importlib.util.spec_from_file_location(
+        "_cbaudit_build_record", root / "cbaudit" / "io" / "compiled.py"
+    )
+    if spec is None or spec.loader is None:
+        raise CompileError("cannot load cbaudit/io/compiled.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclass looks itself up there)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module.source_digest
 
 
 def _find_compiler() -> None:
@@ -134,6 +149,7 @@ def compile_modules(root: Path, modules: list[str], work: Path) -> dict[str, str
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.pyd")
     shutil.copytree(root / "cbaudit", src / "cbaudit", ignore=skip)
     shutil.copy2(root / "pyproject.toml", src / "pyproject.toml")  # (mypy's settings)
+    source_digest = _source_digest(root)
     record: dict[str, str] = {}
     for module in modules:
         path = src / module
