@@ -103,8 +103,8 @@ class CompileHook(BuildHookInterface):  # type: ignore[type-arg]
         )
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
-        if getattr(self, "_work", None):
-            shutil.rmtree(str(self._work), ignore_errors=True)
+        if self._work:  # (set by initialize, which hatchling always runs first)
+            shutil.rmtree(self._work, ignore_errors=True)
 
 
 def _source_digest(root: Path) -> Any:

@@ -36,7 +36,7 @@ from repo_paths import CONFORMANCE, M52, REPO, SHARED
 from cbaudit.cli.app import COMMANDS, load_command
 from cbaudit.policies import verified
 from cbaudit.policies.registry import POLICIES
-from tests.sim.generated import long_workload_doc, workload_doc
+from tests.sim.generated import POLICY_OPTIONS, long_workload_doc, workload_doc
 
 pytestmark = pytest.mark.slow
 
@@ -338,11 +338,6 @@ def _cases(work: Path) -> list[dict[str, Any]]:
     and roofline ms), and vllm-v1 and sarathi-serve on a trace at realistic batch sizes and
     on the real Splitwise code trace when the shared folder has it; default and
     per-iteration paths; with --trace-out, --samples-out, --steps and --window."""
-    options = {
-        "bounded-admission": {"live_cap": 3},
-        **{p: {"ceiling_rows": 400} for p in POLICIES.ids() if p.startswith("reservation-")},
-    }
-    options["reservation-watermark"]["watermark_rows"] = 20
     cases: list[dict[str, Any]] = []
 
     def add(name: str, *args: str | Path, every: bool = True) -> None:
@@ -358,7 +353,7 @@ def _cases(work: Path) -> list[dict[str, Any]]:
                 wl = work / f"{kind}{seed}-{unit}.json"
                 wl.write_text(json.dumps(doc), encoding="utf-8")
                 for pid in POLICIES.ids():
-                    opts = [a for k, v in options.get(pid, {}).items()
+                    opts = [a for k, v in POLICY_OPTIONS.get(pid, {}).items()
                             for a in ("--policy-option", f"{k}={v}")]  # fmt: skip
                     per = ["--per-iteration"] if (seed + len(pid)) % 4 == 0 else []
                     add(f"{kind}{seed}-{unit}-{pid}", wl, "-p", pid, *opts, *cost, *per)

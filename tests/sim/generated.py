@@ -7,6 +7,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from cbaudit.policies.registry import POLICIES
+
+#: The options a registered policy needs on these workloads (the others take none).
+POLICY_OPTIONS: dict[str, dict[str, Any]] = {
+    "bounded-admission": {"live_cap": 3},
+    **{pid: {"ceiling_rows": 400} for pid in POLICIES.ids() if pid.startswith("reservation-")},
+}
+POLICY_OPTIONS["reservation-watermark"]["watermark_rows"] = 20
+
 
 def generated_doc(
     workload_id: str,

@@ -35,7 +35,7 @@ from cbaudit.sim.replay_compare import request_samples
 from cbaudit.sim.request_table import RequestStats
 from cbaudit.sim.step import StepShape
 from cbaudit.sim.workload import Workload, workload_from_data
-from tests.sim.generated import generated_doc, long_workload_doc, workload_doc
+from tests.sim.generated import POLICY_OPTIONS, generated_doc, long_workload_doc, workload_doc
 
 ROOFLINE = {"hardware": "nvidia-h100-sxm", "model": "llama-3-8b-gqa-fp16", "mfu": 0.7}
 
@@ -124,11 +124,7 @@ def _cost(kind: str) -> Any:
 
 
 POLICY_IDS = POLICIES.ids()
-OPTIONS: dict[str, dict[str, Any]] = {
-    "bounded-admission": {"live_cap": 3},
-    **{pid: {"ceiling_rows": 400} for pid in POLICY_IDS if pid.startswith("reservation-")},
-}
-OPTIONS["reservation-watermark"]["watermark_rows"] = 20
+OPTIONS = POLICY_OPTIONS
 SEEDS = range(30)
 
 
