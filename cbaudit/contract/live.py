@@ -296,13 +296,9 @@ class LiveContract:
         """A plan's decode block (`Plan.block`) is the engine's vouched block: the first
         running requests of the cut, with the running queue published. Anything else is a
         fault of the engine, not a finding about the policy: it stops the replay."""
-        nb = len(block)
-        prefix = self._vouched is not None and nb <= len(running)
-        j = 0
-        while prefix and j < nb:
-            prefix = block[j] is running[j]
-            j += 1
-        if not prefix:
+        # (list equality tests each pair for identity first; a request is equal only to
+        # itself)
+        if self._vouched is None or list(running[: len(block)]) != list(block):
             raise RuntimeError(
                 "a plan's decode block is not a vouched prefix of the cut's running requests"
             )
@@ -591,7 +587,9 @@ class LiveContract:
             # the common view, a ready live request whose fields pass every rule, inline:
             # `view_issues` would find nothing (each of its conditions is tested here)
             idx = r.idx
-            lim = limits[idx] if idx in limits else self._limit(r)
+            lim = limits.get(idx)
+            if lim is None and idx not in limits:  # (one lookup for a declared request)
+                lim = self._limit(r)
             if lim is not None and r.ready and not r.terminal and queue is not _FINISHED:
                 p = r.p
                 e = r.e
@@ -699,7 +697,9 @@ class LiveContract:
                 r = block[j]
                 e0 = block_e0[j]
                 idx = r.idx
-                lim = limits[idx] if idx in limits else self._limit(r)
+                lim = limits.get(idx)
+                if lim is None and idx not in limits:  # (one lookup for a declared request)
+                    lim = self._limit(r)
                 ae = r.e
                 ac = r.c
                 c0 = r.p + e0 - 1
@@ -733,7 +733,9 @@ class LiveContract:
         ):
             r = item.req
             idx = r.idx
-            lim = limits[idx] if idx in limits else self._limit(r)
+            lim = limits.get(idx)
+            if lim is None and idx not in limits:  # (one lookup for a declared request)
+                lim = self._limit(r)
             cap = None if lim is None else lim[1]  # max_output_tokens
             if e == -2:  # a vouched decode row (`_check_items`): e and c at the cut are e0, c0
                 ae = r.e

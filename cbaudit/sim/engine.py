@@ -946,6 +946,7 @@ class Engine:
         run_n = 0
         # the rows in the plan's order: the decode block's `[c, c + 1)` (`Plan.block`), then
         # the items
+        stamp: float | None = now  # (the time as an object once, not once per row)
         block = plan.block
         items = plan.items
         nb = len(block)
@@ -1000,7 +1001,7 @@ class Engine:
                 e = r.e = e0 + 1
                 last = st.last_token
                 if st.first_token is None:
-                    st.first_token = now
+                    st.first_token = stamp
                 else:
                     gap_t = now - (last or 0.0)
                     # consecutive rows with the same gap (decodes that emitted together last
@@ -1016,8 +1017,8 @@ class Engine:
                     st.tbt_count += 1
                     if gap_t > st.tbt_max:
                         st.tbt_max = gap_t
-                st.last_token = now
-                r.last_emit = now
+                st.last_token = stamp
+                r.last_emit = stamp
                 if e >= realized[idx]:
                     terminal.append((r, "eos"))
                 elif e >= r.max_out:
