@@ -105,6 +105,7 @@ class _Misuse(VllmV1Policy):
     ("how", "code"),
     [("explain", "PLAN.NOT_SELECTED.CONFLICT"), ("twice", "PLAN.REQUEST.DUPLICATE")],
 )
+@pytest.mark.instruments
 def test_a_policy_that_misuses_a_block_it_took_is_caught_at_the_same_iteration(
     how: str, code: str
 ) -> None:
