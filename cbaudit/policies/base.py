@@ -133,6 +133,7 @@ class PlanBuilder:
 
     __slots__ = (
         "_block",
+        "_block_top",
         "_blocks_used",
         "_chosen",
         "_offer_need",
@@ -211,6 +212,8 @@ class PlanBuilder:
         # written out stays a block in the plan (`build`, `Plan.block`) when the requests'
         # arrival orders ascend (the key, by the engine's word, starts with `arrival_order`)
         self._pass = pass_block and vouched_block is not None
+        # `_block_keys()` of the block taken, once computed (None: not yet)
+        self._block_top: tuple[bool, tuple[Any, ...]] | None = None
 
     @property
     def items(self) -> list[PlanItem]:
@@ -300,17 +303,24 @@ class PlanBuilder:
     def _block_keys(self) -> tuple[bool, tuple[Any, ...]]:
         """(whether the block's keys ascend by the test above, the largest of them): with the
         test passed the largest is the last request's; otherwise every key is computed."""
+        top = self._block_top
+        if top is not None:  # (a block taken does not change: computed once)
+            return top
         n = self._block
         running = self.view.running
         by_request = self._request_key
         key_fn = self.key_fn
         if self._pass and self._block_ascends():
             last = running[n - 1]
-            return True, key_fn(last, _DECODE) if by_request is None else by_request(last)
-        keys = [
-            key_fn(req, _DECODE) if by_request is None else by_request(req) for req in running[:n]
-        ]
-        return False, max(keys)
+            top = True, key_fn(last, _DECODE) if by_request is None else by_request(last)
+        else:
+            keys = [
+                key_fn(req, _DECODE) if by_request is None else by_request(req)
+                for req in running[:n]
+            ]
+            top = False, max(keys)
+        self._block_top = top
+        return top
 
     def _write_block(self) -> None:
         """The taken block as the items `take` makes for decode rows, ahead of the rest."""
