@@ -695,8 +695,11 @@ class Engine:
             view,
             self.key_fn,
             vouched_block=offer,
-            # (a cut written out or cross-checked as records lists every row)
-            pass_block=self._pass_blocks and self.trace is None and not self.cross_check,
+            # (a cut written out, cross-checked as records or observed lists every row)
+            pass_block=self._pass_blocks
+            and self.trace is None
+            and not self.cross_check
+            and self.step_observer is None,
         )
         self.policy.choose(view, builder)
         return builder.build()
