@@ -118,6 +118,28 @@ def _in_block(r: LiveRequest, block: Sequence[LiveRequest], tail: set[int]) -> b
     return r.queue is _RUNNING and r.idx not in tail and r in block
 
 
+def _result_issues(
+    out: list[Issue],
+    j: int,
+    r: LiveRequest,
+    phase: Phase,
+    e: int,
+    c: int,
+    e0: int,
+    c0: int,
+    end: int | None,
+    lim: _Limits | None,
+) -> None:
+    """`progress_issues` for the executed row `j` of `r` (doing `phase` work from `(e, c)` at
+    the cut, `(e0, c0)` before it ran, up to `end`), read against `r`'s fields now and its
+    declared output cap."""
+    ae = r.e
+    ac = r.c
+    p = r.p
+    cap = None if lim is None else lim[1]
+    progress_issues(out, j, r.rid, phase, p, e, c, c, e0, c0, c0, ae, ac, ac, p + ae, end, cap)
+
+
 class LiveContract:
     """Incremental `check_state` + `check_plan` + `check_result` for one replay.
 
@@ -709,25 +731,7 @@ class LiveContract:
                         touched[idx] = r
                     continue
                 touched[idx] = r
-                progress_issues(
-                    out,
-                    j,
-                    r.rid,
-                    _DECODE,
-                    r.p,
-                    e0,
-                    c0,
-                    c0,
-                    e0,
-                    c0,
-                    c0,
-                    ae,
-                    ac,
-                    ac,
-                    r.p + ae,
-                    c0 + 1,
-                    None if lim is None else lim[1],
-                )
+                _result_issues(out, j, r, _DECODE, e0, c0, e0, c0, c0 + 1, lim)
         for j, ((item, e0, c0), (phase, e, c, common)) in enumerate(
             zip(done, self._published, strict=True), nb
         ):
@@ -760,23 +764,5 @@ class LiveContract:
                 reached = phase is _DECODE or end == (r.p if phase is _PREFILL else r.p + e)
                 if ae == e + reached:
                     continue
-            progress_issues(
-                out,
-                j,
-                r.rid,
-                phase,
-                r.p,
-                e,
-                c,
-                c,
-                e0,
-                c0,
-                c0,
-                ae,
-                ac,
-                ac,
-                r.p + ae,
-                end if end > start else None,
-                cap,
-            )
+            _result_issues(out, j, r, phase, e, c, e0, c0, end if end > start else None, lim)
         return out
