@@ -107,3 +107,37 @@ def long_workload_doc(seed: int, unit: str) -> dict[str, Any]:
     if rnd.random() < 0.3:
         budgets["long_prefill_token_threshold"] = rnd.choice([4, 16, 512])
     return generated_doc(f"long-{seed}", unit, budgets, reqs, hidden)
+
+
+def busy_workload_doc(seed: int, unit: str) -> dict[str, Any]:
+    """A busy random workload: 120-220 requests arriving faster than they are served, so the
+    running list fills to the sequence budget (24-64 decodes beside an admission or a chunk)
+    and requests wait, with a finish and an admission every few iterations; pools from tight
+    (preemption) to ample."""
+    rnd = random.Random(20_000_000 + seed)
+    n = rnd.randint(120, 220)
+    t = 0.0
+    reqs: list[dict[str, Any]] = []
+    hidden: dict[str, int] = {}
+    for i in range(n):
+        t += rnd.choice([0, 0, 1, 2] if unit == "tick" else [0, 0, 2, 10])
+        max_out = rnd.randint(5, 150)
+        rid = f"r{i}"
+        reqs.append(
+            {
+                "request_id": rid,
+                "arrival": t,
+                "prompt_tokens": rnd.choice([20, 60, 130, 300, 600]),
+                "max_output_tokens": max_out,
+                "priority": rnd.randint(0, 2),
+            }
+        )
+        hidden[rid] = rnd.randint(1, max_out)
+    budgets: dict[str, Any] = {
+        "token_budget": rnd.choice([256, 512, 2048]),
+        "sequence_budget": rnd.choice([24, 32, 64]),
+    }
+    bs = budgets["kv_block_size"] = rnd.choice([4, 16])
+    need = max(-(-(r["prompt_tokens"] + r["max_output_tokens"]) // bs) for r in reqs)
+    budgets["kv_total_blocks"] = need * rnd.choice([4, 16, 1000])
+    return generated_doc(f"busy-{seed}", unit, budgets, reqs, hidden)

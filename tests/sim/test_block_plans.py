@@ -24,6 +24,8 @@ from cbaudit.policies.base import BlockRow, Plan, PlanBuilder, PlanItem, StateVi
 from cbaudit.policies.budget import Reason
 from cbaudit.policies.vllm_v1 import VllmV1Policy
 from cbaudit.sim.engine import Engine, Validation
+from cbaudit.sim.workload import workload_from_data
+from tests.sim.generated import busy_workload_doc
 from tests.sim.test_stretch import (
     SEEDS,
     _alike_on_both_paths,
@@ -49,6 +51,22 @@ def test_blocks_stay_blocks_and_the_reports_are_the_per_iteration_paths(cost: st
             plans += fast.block_plans
             rows += fast.block_rows
     assert plans > 1000 and rows > plans, (plans, rows)
+
+
+@pytest.mark.parametrize("cost", ["unit", "roofline"])
+def test_busy_workloads_keep_large_blocks_with_the_per_iteration_paths_reports(cost: str) -> None:
+    """Busy workloads (`generated.busy_workload_doc`: the running list at the sequence
+    budget, requests waiting, a finish and an admission every few iterations, as a saturated
+    trace): large kept blocks, and the per-iteration path's reports."""
+    plans = rows = 0
+    for seed in range(4):
+        wl = workload_from_data(busy_workload_doc(seed, "tick" if cost == "unit" else "ms"), "b")
+        fast = _run(wl, VllmV1Policy({}), _cost(cost), stretches=True)
+        slow = _run(wl, VllmV1Policy({}), _cost(cost), stretches=False)
+        assert _canonical(fast.report()) == _canonical(slow.report()), seed
+        plans += fast.block_plans
+        rows += fast.block_rows
+    assert plans > 500 and rows > 10 * plans, (plans, rows)
 
 
 def test_no_block_passes_where_every_row_is_written() -> None:
