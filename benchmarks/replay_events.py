@@ -89,7 +89,7 @@ def instrument(events: Events) -> Callable[[], None]:
         return outcome
 
     def timed_execute(self: Any, plan: Any) -> Any:
-        events.rows = len(plan.items)
+        events.rows = len(plan.block) + len(plan.items)
         return execute(self, plan)
 
     def timed_iterate(self: Any) -> None:

@@ -93,6 +93,8 @@ class LivePlan(Protocol):
     def tokens_used(self) -> int: ...
     @property
     def sequences_used(self) -> int: ...
+    @property
+    def block(self) -> Sequence[LiveRequest]: ...
 
 
 # a selected request's derived phase, e and c at the cut, and whether it was a common item
@@ -104,9 +106,38 @@ _PREFILL = Phase.PREFILL_CHUNK
 _DECODE = Phase.DECODE_ROW
 _REBUILD = Phase.RECOMPUTE_CHUNK
 _FINISHED = Queue.FINISHED
+_RUNNING = Queue.RUNNING
 # what `_check_items` records for a row the engine vouched (`vouched`): a decode whose e and c
 # at the cut are those `check_result` is given as before (nothing runs between the two)
 _VOUCHED: _Published = (_DECODE, -2, -2, True)
+
+
+def _in_block(r: LiveRequest, block: Sequence[LiveRequest], tail: set[int]) -> bool:
+    """Whether `r` is one of a decode block's requests (`tail`: the indices of the running
+    requests behind the block; a request in neither is looked for in the block itself)."""
+    return r.queue is _RUNNING and r.idx not in tail and r in block
+
+
+def _result_issues(
+    out: list[Issue],
+    j: int,
+    r: LiveRequest,
+    phase: Phase,
+    e: int,
+    c: int,
+    e0: int,
+    c0: int,
+    end: int | None,
+    lim: _Limits | None,
+) -> None:
+    """`progress_issues` for the executed row `j` of `r` (doing `phase` work from `(e, c)` at
+    the cut, `(e0, c0)` before it ran, up to `end`), read against `r`'s fields now and its
+    declared output cap."""
+    ae = r.e
+    ac = r.c
+    p = r.p
+    cap = None if lim is None else lim[1]
+    progress_issues(out, j, r.rid, phase, p, e, c, c, e0, c0, c0, ae, ac, ac, p + ae, end, cap)
 
 
 class LiveContract:
@@ -271,12 +302,28 @@ class LiveContract:
                     f" but the state is version {state_version}",
                 )
             )
-        seen, tokens, worst = self._check_items(out, plan, state_version)
-        self._check_budgets(out, plan, tokens, len(seen))
-        explained = self._check_not_selected(out, plan, seen, state_version)
+        block = plan.block
+        tail: set[int] = set()  # the running requests behind the block, by index
+        if block:
+            self._vouch_block(block, running)
+            tail = {r.idx for r in running[len(block) :]}
+        seen, tokens, worst, seqs = self._check_items(out, plan, state_version, tail)
+        self._check_budgets(out, plan, tokens, seqs)
+        explained = self._check_not_selected(out, plan, seen, state_version, tail)
         if worst is not None:
             self._check_skipped(out, plan, worst, running, waiting, seen, explained)
         return out
+
+    def _vouch_block(self, block: Sequence[LiveRequest], running: Sequence[LiveRequest]) -> None:
+        """A plan's decode block (`Plan.block`) is the engine's vouched block: the first
+        running requests of the cut, with the running queue published. Anything else is a
+        fault of the engine, not a finding about the policy: it stops the replay."""
+        # (list equality tests each pair for identity first; a request is equal only to
+        # itself)
+        if self._vouched is None or list(running[: len(block)]) != list(block):
+            raise RuntimeError(
+                "a plan's decode block is not a vouched prefix of the cut's running requests"
+            )
 
     def views_pass(self, running: Sequence[LiveRequest], waiting: Sequence[LiveRequest]) -> bool:
         """Whether every view changed since the last cut passes the state rules at the cut of
@@ -310,12 +357,13 @@ class LiveContract:
             self._touched, self._published = touched, published
 
     def _check_items(
-        self, out: list[Issue], plan: LivePlan, state_version: int
-    ) -> tuple[set[int], int, TieBreakKey | None]:
-        """Each selected item against its request's published view. Returns the selected
-        request indices, the tokens they use and the largest declared key of the items with
-        legal work; records each item's phase and frontiers for `check_result`, and appends
-        PLAN.TIE_BREAK.ORDER issues when the keys descend.
+        self, out: list[Issue], plan: LivePlan, state_version: int, tail: set[int]
+    ) -> tuple[set[int], int, TieBreakKey | None, int]:
+        """Each selected item against its request's published view. Returns the request
+        indices of the items (and of block requests they select again), the tokens they and
+        the block use, the largest declared key of the rows with legal work and the number of
+        requests selected; records each item's phase and frontiers for `check_result`, and
+        appends PLAN.TIE_BREAK.ORDER issues when the keys descend.
 
         The common item, legal work of a ready request at its frontier, bound to its current
         snapshot and annotated with its derived phase, is recognised inline: for it
@@ -331,12 +379,44 @@ class LiveContract:
         ordered = True
         published = self._published = []
         vouched = self._vouched
-        for i, item in enumerate(plan.items):
+        # The decode block (`Plan.block`, vouched for: `_vouch_block`): one row [c, c + 1) of
+        # each of these ready, live, running decodes at their frontier (`e >= 1`,
+        # `c = p + e - 1`), made by the engine's builder with the current snapshot and the
+        # declared key, and never handed to the policy, so each is legal decode work as a
+        # vouched row whose fields match is. Only their keys' order is tested: a key that
+        # starts with the arrival order ascends when the arrival orders do (one int each);
+        # otherwise each key is compared with the one before.
+        block = plan.block
+        nb = len(block)
+        again = 0  # block requests that items select again
+        if nb:
+            tokens = nb
+            if self._key_fields[:1] == ("arrival_order",):
+                prev = -1
+                for r in block:
+                    order = r.arrival_order
+                    if order <= prev:
+                        ordered = False
+                    prev = order
+                worst = self.key(block[nb - 1], _DECODE)
+                if not ordered:
+                    worst = max(self.key(r, _DECODE) for r in block)
+            else:
+                for r in block:
+                    key = self.key(r, _DECODE)
+                    if worst is None or key >= worst:
+                        worst = key
+                    else:
+                        ordered = False
+        for i, item in enumerate(plan.items, nb):
             r = item.req
             idx = r.idx
             start = item.start
             end = item.end
             legal = False
+            if nb and idx not in seen and _in_block(r, block, tail):
+                seen.add(idx)  # a second row of a block request: the kernel reports it
+                again += 1
             if (
                 type(item) is vouched
                 and r.c == start
@@ -433,23 +513,25 @@ class LiveContract:
             else:
                 ordered = False
         if not ordered:  # some key is below an earlier one: an adjacent pair descends
-            # the (index, key) of every item with legal work (a published phase), in order
-            keys = [
+            # the (index, key) of every row with legal work (the block's, and the items' with
+            # a published phase), in order
+            keys = [(i, self.key(r, _DECODE)) for i, r in enumerate(block)]
+            keys += [
                 (i, self.key(item.req, phase))
                 for i, (item, (phase, e, _, _)) in enumerate(
-                    zip(plan.items, published, strict=True)
+                    zip(plan.items, published, strict=True), nb
                 )
                 if e != -1  # (-1: no legal work; -2: a vouched row)
             ]
             out.extend(order_issues(keys))
-        return seen, tokens, worst
+        return seen, tokens, worst, nb + len(seen) - again
 
     def _check_budgets(self, out: list[Issue], plan: LivePlan, tokens: int, seqs: int) -> None:
         """The selected tokens and sequences against the budgets, and the plan's ledger."""
         budgets = self.workload.budgets
         if tokens > budgets.token_budget or seqs > budgets.sequence_budget:
             budget_issues(out, budgets.token_budget, budgets.sequence_budget, tokens, seqs)
-        n_items = len(plan.items)
+        n_items = len(plan.block) + len(plan.items)
         if plan.tokens_used != tokens or plan.sequences_used != n_items:
             ledger_issues(
                 out,
@@ -464,15 +546,21 @@ class LiveContract:
             )
 
     def _check_not_selected(
-        self, out: list[Issue], plan: LivePlan, seen: set[int], state_version: int
+        self,
+        out: list[Issue],
+        plan: LivePlan,
+        seen: set[int],
+        state_version: int,
+        tail: set[int],
     ) -> set[int]:
         """Each not-selected entry names a published request that is not selected; returns
         the indices the plan explains."""
         queues = self._queues
         explained: set[int] = set()
+        block = plan.block
         for i, (r, _) in enumerate(plan.not_selected):
             explained.add(r.idx)
-            if r.idx in seen:
+            if r.idx in seen or (block and _in_block(r, block, tail)):
                 out.append(not_selected_issue(i, r.rid, True, state_version))
             elif r.queue not in queues:
                 out.append(not_selected_issue(i, r.rid, False, state_version))
@@ -489,7 +577,9 @@ class LiveContract:
         explained: set[int],
     ) -> None:
         """No ready request ranked ahead of selected work is left out without a reason."""
-        skipped = self._skipped(worst, running, seen, explained)
+        # the block's requests, the first running ones (`_vouch_block`), are selected
+        nb = len(plan.block)
+        skipped = self._skipped(worst, running[nb:] if nb else running, seen, explained)
         if not skipped:
             return
         pointer = "/not_selected" if plan.not_selected else ""
@@ -519,7 +609,9 @@ class LiveContract:
             # the common view, a ready live request whose fields pass every rule, inline:
             # `view_issues` would find nothing (each of its conditions is tested here)
             idx = r.idx
-            lim = limits[idx] if idx in limits else self._limit(r)
+            lim = limits.get(idx)
+            if lim is None and idx not in limits:  # (one lookup for a declared request)
+                lim = self._limit(r)
             if lim is not None and r.ready and not r.terminal and queue is not _FINISHED:
                 p = r.p
                 e = r.e
@@ -596,9 +688,17 @@ class LiveContract:
                 heapq.heappush(heap, item)
         return out
 
-    def check_result(self, done: Sequence[tuple[LiveItem, int, int]]) -> list[Issue]:
+    def check_result(
+        self,
+        done: Sequence[tuple[LiveItem, int, int]],
+        block: Sequence[LiveRequest] = (),
+        block_e0: Sequence[int] | None = None,
+    ) -> list[Issue]:
         """`check_result` for the plan last checked: `done` holds (item, emitted before,
-        computed before) for every executed item, read after execution for the after side.
+        computed before) for every executed item, read after execution for the after side;
+        `block` the plan's decode block (`Plan.block`) and `block_e0` the emitted count of
+        each of its requests before its row ran (its row was `[c0, c0 + 1)`,
+        `c0 = p + e0 - 1`: a vouched decode at the cut).
 
         Executing an item changes its request's view, so each is also `touch`ed. A common
         item (`_check_items`) whose result is exactly what the contract's output clock gives
@@ -611,12 +711,35 @@ class LiveContract:
         out: list[Issue] = []
         limits = self._limits
         touched = self._touched
+        nb = len(block)
+        if nb:
+            if block_e0 is None or len(block_e0) != nb:
+                raise RuntimeError("a decode block's result without its emitted counts")
+            for j in range(nb):
+                r = block[j]
+                e0 = block_e0[j]
+                idx = r.idx
+                lim = limits.get(idx)
+                if lim is None and idx not in limits:  # (one lookup for a declared request)
+                    lim = self._limit(r)
+                ae = r.e
+                ac = r.c
+                c0 = r.p + e0 - 1
+                # as for a vouched row below: the output clock's one token, within the cap
+                if lim is not None and ac == c0 + 1 and ae == e0 + 1 and ae <= lim[1]:
+                    if r.terminal or not (r.ready and r.p == lim[0] and r.gen >= lim[2]):
+                        touched[idx] = r
+                    continue
+                touched[idx] = r
+                _result_issues(out, j, r, _DECODE, e0, c0, e0, c0, c0 + 1, lim)
         for j, ((item, e0, c0), (phase, e, c, common)) in enumerate(
-            zip(done, self._published, strict=True)
+            zip(done, self._published, strict=True), nb
         ):
             r = item.req
             idx = r.idx
-            lim = limits[idx] if idx in limits else self._limit(r)
+            lim = limits.get(idx)
+            if lim is None and idx not in limits:  # (one lookup for a declared request)
+                lim = self._limit(r)
             cap = None if lim is None else lim[1]  # max_output_tokens
             if e == -2:  # a vouched decode row (`_check_items`): e and c at the cut are e0, c0
                 ae = r.e
@@ -641,23 +764,5 @@ class LiveContract:
                 reached = phase is _DECODE or end == (r.p if phase is _PREFILL else r.p + e)
                 if ae == e + reached:
                     continue
-            progress_issues(
-                out,
-                j,
-                r.rid,
-                phase,
-                r.p,
-                e,
-                c,
-                c,
-                e0,
-                c0,
-                c0,
-                ae,
-                ac,
-                ac,
-                r.p + ae,
-                end if end > start else None,
-                cap,
-            )
+            _result_issues(out, j, r, phase, e, c, e0, c0, end if end > start else None, lim)
         return out

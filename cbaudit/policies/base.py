@@ -106,6 +106,11 @@ class Plan:
     sequences_used: int
     blocks_used: int
     rejected: list[LiveRequest] = field(default_factory=list)  # admission refused: terminal
+    # A decode block the engine offered and vouched for, taken and never written out
+    # (`PlanBuilder(..., pass_block=True)`): one row `[c, c + 1)` for each of these requests,
+    # the first running requests of the cut, ahead of `items` in the plan's order; their
+    # declared keys ascend and sort below every item's. Empty: every row is in `items`.
+    block: list[LiveRequest] = field(default_factory=list)
 
 
 class BlockRow(PlanItem):
@@ -128,9 +133,11 @@ class PlanBuilder:
 
     __slots__ = (
         "_block",
+        "_block_top",
         "_blocks_used",
         "_chosen",
         "_offer_need",
+        "_pass",
         "_request_key",
         "_rows",
         "_state_pool",
@@ -151,7 +158,12 @@ class PlanBuilder:
     )
 
     def __init__(
-        self, view: StateView, key_fn: KeyFn, *, vouched_block: tuple[int, int] | None = None
+        self,
+        view: StateView,
+        key_fn: KeyFn,
+        *,
+        vouched_block: tuple[int, int] | None = None,
+        pass_block: bool = False,
     ) -> None:
         self.view = view
         self.key_fn = key_fn
@@ -196,6 +208,12 @@ class PlanBuilder:
             # which gets the builder made, cannot have a block of its own vouched for
             self.block_offer, self._offer_need = vouched_block
             self._vouched = True
+        # `pass_block` (the engine's, with its offer): a vouched block that is taken and never
+        # written out stays a block in the plan (`build`, `Plan.block`) when the requests'
+        # arrival orders ascend (the key, by the engine's word, starts with `arrival_order`)
+        self._pass = pass_block and vouched_block is not None
+        # `_block_keys()` of the block taken, once computed (None: not yet)
+        self._block_top: tuple[bool, tuple[Any, ...]] | None = None
 
     @property
     def items(self) -> list[PlanItem]:
@@ -219,6 +237,7 @@ class PlanBuilder:
         self.block_offer = n
         self._offer_need = need
         self._vouched = False
+        self._pass = False
 
     def take_block(self) -> bool:
         """Select one decode row `[c, c + 1)` for each request of the offered block, as `take`
@@ -258,6 +277,50 @@ class PlanBuilder:
     def rows_besides_block(self) -> list[PlanItem]:
         """The selected items other than a block that is taken and not written out."""
         return self._rows
+
+    def worst_key(self) -> tuple[Any, ...] | None:
+        """The largest declared key of the selected items (None: nothing selected), without
+        writing out a block taken by `take_block` (`_block_keys`)."""
+        rows = self._rows
+        worst = max(map(_ITEM_KEY, rows)) if rows else None
+        if self._block:
+            top = self._block_keys()[1]
+            if worst is None or top > worst:
+                worst = top
+        return worst
+
+    def _block_ascends(self) -> bool:
+        """Whether the block's requests' arrival orders ascend strictly (a passing block's
+        keys, which start with `arrival_order`, then ascend too)."""
+        prev = -1
+        for req in self.view.running[: self._block]:
+            order = req.arrival_order
+            if order <= prev:
+                return False
+            prev = order
+        return True
+
+    def _block_keys(self) -> tuple[bool, tuple[Any, ...]]:
+        """(whether the block's keys ascend by the test above, the largest of them): with the
+        test passed the largest is the last request's; otherwise every key is computed."""
+        top = self._block_top
+        if top is not None:  # (a block taken does not change: computed once)
+            return top
+        n = self._block
+        running = self.view.running
+        by_request = self._request_key
+        key_fn = self.key_fn
+        if self._pass and self._block_ascends():
+            last = running[n - 1]
+            top = True, key_fn(last, _DECODE) if by_request is None else by_request(last)
+        else:
+            keys = [
+                key_fn(req, _DECODE) if by_request is None else by_request(req)
+                for req in running[:n]
+            ]
+            top = False, max(keys)
+        self._block_top = top
+        return top
 
     def _write_block(self) -> None:
         """The taken block as the items `take` makes for decode rows, ahead of the rest."""
@@ -453,6 +516,11 @@ class PlanBuilder:
         self.not_selected.append((req, str(reason)))
 
     def build(self) -> Plan:
+        n = self._block
+        if n and self._pass and self._vouched and not self.preempted:
+            plan = self._build_passing(n)
+            if plan is not None:
+                return plan
         items = sorted(self.items, key=_ITEM_KEY)
         tokens = 0
         for it in items:
@@ -467,6 +535,32 @@ class PlanBuilder:
             len(items),
             self._blocks_used,
             self.rejected,
+        )
+
+    def _build_passing(self, n: int) -> Plan | None:
+        """The plan with the taken block kept as a block (`Plan.block`), when its keys ascend
+        and sort below every other item's: the order `build` gives the written-out rows is then
+        the block's followed by the other items' (None: write it out)."""
+        ascends, top = self._block_keys()
+        if not ascends:
+            return None
+        rest = sorted(self._rows, key=_ITEM_KEY)
+        if rest and not rest[0].key > top:
+            return None
+        tokens = n
+        for it in rest:
+            tokens += it.end - it.start
+        return Plan(
+            self.view.state_version,
+            rest,
+            self.not_selected,
+            self.preempted,
+            self.admitted,
+            tokens,
+            n + len(rest),
+            self._blocks_used,
+            self.rejected,
+            list(self.view.running[:n]),
         )
 
 

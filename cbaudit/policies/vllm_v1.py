@@ -43,7 +43,6 @@ from cbaudit.policies.base import PlanBuilder, StateView, option
 from cbaudit.policies.budget import Reason, ceil_div
 
 _C = attrgetter("c")
-_KEY = attrgetter("key")
 
 
 class VllmV1Policy:
@@ -293,9 +292,9 @@ class VllmV1Policy:
         The walk ends at the first request that ranks behind it and could not be followed by
         one that ranks ahead: in priority order that is any such request; in the FCFS queue one
         never preempted (preempted requests sit at the front, the rest in arrival order)."""
-        if not plan.items:
+        worst = plan.worst_key()  # (a decode block taken stays unwritten)
+        if worst is None:
             return
-        worst = max(map(_KEY, plan.items))  # (the items' keys read at C speed)
         key_fn = plan.key_fn
         fcfs = self.mode != "priority"
         for r in rest:

@@ -160,7 +160,7 @@ class ReplayRun:
 class Executed:
     """What executing one plan did: the input of `Engine.publish`."""
 
-    __slots__ = ("done", "n_tokens", "plan", "progressed", "start", "terminal")
+    __slots__ = ("block_e0", "done", "n_tokens", "plan", "progressed", "start", "terminal")
 
     # (no `__init__`: `Engine._serve` makes one per iteration and sets every field)
     plan: Plan
@@ -168,14 +168,18 @@ class Executed:
     # (item, emitted before, computed before) per executed item, kept only when the result is
     # validated or traced
     done: list[tuple[PlanItem, int, int]] | None
+    # the emitted count before each row of the plan's decode block (`Plan.block`), kept when
+    # `done` is
+    block_e0: list[int] | None
     terminal: list[tuple[LiveRequest, str]]  # (request, reason) of every request it finished
     n_tokens: int
     progressed: bool  # some row was semantic service (not only a rebuild)
 
 
-def step_shape(items: Sequence[PlanItem]) -> StepShape:
-    """The cost model's view of one iteration: decode contexts and prefill chunks."""
-    dec: list[int] = []
+def step_shape(items: Sequence[PlanItem], block: Sequence[LiveRequest] = ()) -> StepShape:
+    """The cost model's view of one iteration: decode contexts and prefill chunks (`block`:
+    requests whose decode rows `[c, c + 1)` come first, `Plan.block`)."""
+    dec: list[int] = [r.c + 1 for r in block]
     chunks: list[tuple[int, int]] = []
     for item in items:
         if item.phase is _DECODE:
@@ -381,7 +385,18 @@ class Engine:
             if callable(getattr(type(cost), "totals_step_ms", None))
             else None
         )
+        # A decode block the engine offers and the policy takes, never written out, stays a
+        # block in the plan (`PlanBuilder(pass_block=True)`, `Plan.block`): only where offers
+        # are made (stretches on), under a step time summed here (the totals form, or the slot
+        # clock) and with a declared key that starts with the arrival order
+        self._pass_blocks = (
+            self.stretches
+            and (self._totals is not None or self.slot_clock)
+            and tuple(policy.tie_break_key[:1]) == ("arrival_order",)
+        )
         self.stretch_count = 0  # stretches taken (for tests and benchmarks)
+        self.block_plans = 0  # plans executed with a decode block (`Plan.block`), its rows
+        self.block_rows = 0
         self.stretch_iterations = 0
         self.chunk_stretch_iterations = 0  # of which in chunk stretches
 
@@ -676,7 +691,16 @@ class Engine:
             self.decode_block = None
             if block[0] == self.iteration:  # (nothing has run since: the same requests)
                 offer = (block[1], block[2])
-        builder = PlanBuilder(view, self.key_fn, vouched_block=offer)
+        builder = PlanBuilder(
+            view,
+            self.key_fn,
+            vouched_block=offer,
+            # (a cut written out, cross-checked as records or observed lists every row)
+            pass_block=self._pass_blocks
+            and self.trace is None
+            and not self.cross_check
+            and self.step_observer is None,
+        )
         self.policy.choose(view, builder)
         return builder.build()
 
@@ -703,7 +727,10 @@ class Engine:
             if (
                 not found
                 and bs is not None
-                and (plan.preempted or plan.tokens_used // bs + len(plan.items) > free)
+                and (
+                    plan.preempted
+                    or plan.tokens_used // bs + len(plan.items) + len(plan.block) > free
+                )
             ):
                 # The ledger is the policy's word. A legal plan's items open at most
                 # tokens // bs + items blocks (each [c, c + w) at most w // bs + 1): when that
@@ -763,6 +790,10 @@ class Engine:
         """The K/V blocks the plan's items open, as `_serve` allocates them (each request
         holds `ceil(c / bs)` blocks; an item ending at `end` needs `ceil(end / bs)`)."""
         opened = 0
+        for r in plan.block:  # a decode row [c, c + 1)
+            more = -(-(r.c + 1) // bs) - r.blocks
+            if more > 0:
+                opened += more
         for item in plan.items:
             more = -(-item.end // bs) - item.req.blocks
             if more > 0:
@@ -799,13 +830,14 @@ class Engine:
             self._preempt(victim)
         if plan.rejected:
             self._reject(plan.rejected)
-        if not plan.items and not (plan.preempted and self.preempt_only_steps):
+        selected = plan.items or plan.block
+        if not selected and not (plan.preempted and self.preempt_only_steps):
             return None
         self.iteration += 1
         start = self.now
-        if plan.items and not self.slot_clock and self.preemption is None:
+        if selected and not self.slot_clock and self.preemption is None:
             # `_step_time` of a step with model work and no swap transfers
-            self.now = start + self._model_ms(plan.items) / self.ms_per_unit
+            self.now = start + self._model_ms(plan.items, plan.block) / self.ms_per_unit
         else:
             self.now = start + self._step_time(plan)
         return self._serve(plan, start)
@@ -851,25 +883,30 @@ class Engine:
         """How long this iteration takes, in clock units (swap transfers included)."""
         if self.slot_clock:
             dt = 1.0
-        elif not plan.items:
+        elif not plan.items and not plan.block:
             dt = 0.0  # a step that only preempted ran no model work
         else:
-            dt = self._model_ms(plan.items) / self.ms_per_unit
+            dt = self._model_ms(plan.items, plan.block) / self.ms_per_unit
         if self.preemption is not None:  # swap transfers: charged under a ms clock only
             swap_ms = self.preemption.take_pending_ms()
             if not self.slot_clock:
                 dt += swap_ms / self.ms_per_unit
         return dt
 
-    def _model_ms(self, items: Sequence[PlanItem]) -> float:
-        """The cost model's time for a step of `items` (at least one). A cost model with the
-        totals form (`totals_step_ms`, looked up on its class: a wrapper that delegates to an
-        inner model must not hand out the inner model's) gets the step's totals, summed here
-        as `StepShape` sums them; any other, or a step whose shape `StepShape` would refuse,
-        gets the shape."""
+    def _model_ms(self, items: Sequence[PlanItem], block: Sequence[LiveRequest] = ()) -> float:
+        """The cost model's time for a step of `items` and the decode rows of `block` (at
+        least one row). A cost model with the totals form (`totals_step_ms`, looked up on its
+        class: a wrapper that delegates to an inner model must not hand out the inner
+        model's) gets the step's totals, summed here as `StepShape` sums them; any other, or a
+        step whose shape `StepShape` would refuse, gets the shape."""
         totals = self._totals
         if totals is not None:
             tokens = history = pairs = 0
+            if block:  # decode rows [c, c + 1) of ready decodes (c = p + e - 1 >= 0)
+                for r in block:
+                    history += r.c
+                tokens = len(block)
+                pairs = history + tokens
             for item in items:
                 lo = item.start
                 hi = item.end
@@ -888,7 +925,7 @@ class Engine:
                     pairs += width * lo + width * (width + 1) // 2
             else:
                 return totals(tokens, history, pairs)
-        return self.cost.step_time_ms(step_shape(items))
+        return self.cost.step_time_ms(step_shape(items, block))
 
     def _serve(self, plan: Plan, start: float) -> Executed:
         """Run every selected interval: frontiers and K/V advance, outputs are emitted, and
@@ -910,13 +947,32 @@ class Engine:
         progressed = False
         run_gap = 0.0  # the TBT gap of the rows just counted, `run_n` of them, not yet in `tbt`
         run_n = 0
-        for item in plan.items:
-            r = item.req
-            lo = item.start
-            hi = item.end
-            e0 = r.e
-            if done is not None:
-                done.append((item, e0, r.c))
+        # the rows in the plan's order: the decode block's `[c, c + 1)` (`Plan.block`), then
+        # the items
+        stamp: float | None = now  # (the time as an object once, not once per row)
+        block = plan.block
+        items = plan.items
+        nb = len(block)
+        block_e0: list[int] | None = [] if done is not None and nb else None
+        if nb:
+            self.block_plans += 1
+            self.block_rows += nb
+        for k in range(nb + len(items)):
+            if k < nb:
+                r = block[k]
+                lo = r.c
+                hi = lo + 1
+                e0 = r.e
+                if block_e0 is not None:
+                    block_e0.append(e0)
+            else:
+                item = items[k - nb]
+                r = item.req
+                lo = item.start
+                hi = item.end
+                e0 = r.e
+                if done is not None:
+                    done.append((item, e0, r.c))
             idx = r.idx
             st = stats[idx]
             if st.first_scheduled is None:
@@ -948,7 +1004,7 @@ class Engine:
                 e = r.e = e0 + 1
                 last = st.last_token
                 if st.first_token is None:
-                    st.first_token = now
+                    st.first_token = stamp
                 else:
                     gap_t = now - (last or 0.0)
                     # consecutive rows with the same gap (decodes that emitted together last
@@ -964,8 +1020,8 @@ class Engine:
                     st.tbt_count += 1
                     if gap_t > st.tbt_max:
                         st.tbt_max = gap_t
-                st.last_token = now
-                r.last_emit = now
+                st.last_token = stamp
+                r.last_emit = stamp
                 if e >= realized[idx]:
                     terminal.append((r, "eos"))
                 elif e >= r.max_out:
@@ -978,6 +1034,7 @@ class Engine:
         step.plan = plan
         step.start = start
         step.done = done
+        step.block_e0 = block_e0
         step.terminal = terminal
         step.n_tokens = n_tokens
         step.progressed = progressed
@@ -1016,7 +1073,7 @@ class Engine:
             used = None if total is None or left is None else total - left
             self.state_pool.observe(plan.not_selected, used)
         checked = step.done is None or self._check_result(step)
-        self.rows.append(len(plan.items))
+        self.rows.append(len(plan.items) + len(plan.block))
         self.tokens_iter.append(step.n_tokens)
         if not checked:
             return
@@ -1087,7 +1144,7 @@ class Engine:
         live = self.live
         if live is None:
             return True
-        found = live.check_result(step.done)
+        found = live.check_result(step.done, step.plan.block, step.block_e0)
         if self.cross_check:
             found = self._cross_check(found, self._contract_result(*self._records, res))
         if not found:

@@ -91,9 +91,9 @@ def _quiet(
     if plan.preempted or plan.rejected:
         return _NO
     running = engine.running  # after t's finished requests left it, admitted ones joined
-    items = plan.items
+    items = plan.items  # (and the decode block's rows, `Plan.block`: one-row decodes)
     b = len(running)
-    if not b or len(items) != b + len(step.terminal):
+    if not b or len(plan.block) + len(items) != b + len(step.terminal):
         return _NO
     budgets = engine.budgets
     if b > budgets.token_budget or b > budgets.sequence_budget:
@@ -164,7 +164,10 @@ def run_stretch(engine: Engine, step: Executed) -> None:
     if live is not None and not live.views_pass(engine.running, engine.waiting):
         return  # a view of the first cut breaks a state rule: the full iteration reports it
     contexts = (
-        None if any_order else [it.req.c + 1 for it in step.plan.items if not it.req.terminal]
+        None
+        if any_order
+        else [r.c + 1 for r in step.plan.block if not r.terminal]
+        + [it.req.c + 1 for it in step.plan.items if not it.req.terminal]
     )
     while True:
         taken = _stretch(engine, closed, contexts, partial)
@@ -559,7 +562,12 @@ def _promise_holds(
         offered = len(running) - (partial is not None)
         if not offered or (partial is not None and running[offered] is not partial):
             offered = 0
-        builder = PlanBuilder(view, key_fn, vouched_block=(offered, need) if offered else None)
+        builder = PlanBuilder(
+            view,
+            key_fn,
+            vouched_block=(offered, need) if offered else None,
+            pass_block=engine._pass_blocks,
+        )
         engine.policy.choose(view, builder)
         # the builder's lists as the plan would hold them (`build` only sorts the items by
         # their keys, which are compared one by one here, and sums their widths)

@@ -36,7 +36,12 @@ from repo_paths import CONFORMANCE, M52, REPO, SHARED
 from cbaudit.cli.app import COMMANDS, load_command
 from cbaudit.policies import verified
 from cbaudit.policies.registry import POLICIES
-from tests.sim.generated import POLICY_OPTIONS, long_workload_doc, workload_doc
+from tests.sim.generated import (
+    POLICY_OPTIONS,
+    busy_workload_doc,
+    long_workload_doc,
+    workload_doc,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -335,7 +340,8 @@ def _trace(path: Path, n: int, seed: int) -> Path:
 
 def _cases(work: Path) -> list[dict[str, Any]]:
     """Every registered policy on generated workloads (two seeds, short and long, slot clock
-    and roofline ms), and vllm-v1 and sarathi-serve on a trace at realistic batch sizes and
+    and roofline ms), vllm-v1 on a busy one (large kept decode blocks), and vllm-v1 and
+    sarathi-serve on a trace at realistic batch sizes and
     on the real Splitwise code trace when the shared folder has it; default and
     per-iteration paths; with --trace-out, --samples-out, --steps and --window."""
     cases: list[dict[str, Any]] = []
@@ -357,6 +363,10 @@ def _cases(work: Path) -> list[dict[str, Any]]:
                             for a in ("--policy-option", f"{k}={v}")]  # fmt: skip
                     per = ["--per-iteration"] if (seed + len(pid)) % 4 == 0 else []
                     add(f"{kind}{seed}-{unit}-{pid}", wl, "-p", pid, *opts, *cost, *per)
+    for unit, cost in (("tick", []), ("ms", _ROOFLINE)):  # large kept decode blocks
+        wl = work / f"b0-{unit}.json"
+        wl.write_text(json.dumps({**busy_workload_doc(0, unit), "policy": _TIE_BREAK}), "utf-8")
+        add(f"b0-{unit}-vllm-v1", wl, "-p", "vllm-v1", *cost, every=False)
     traces = [_trace(work / "trace.csv", 2000, 16)]
     real = SHARED / "traces" / "splitwise_code.csv"
     if real.is_file():

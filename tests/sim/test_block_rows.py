@@ -142,8 +142,9 @@ def test_an_executor_defect_on_a_vouched_row_is_a_result_finding(
     """An executor that, once, emits two tokens for a decode row's one is caught by the
     result check at that iteration, with the same findings on both paths. The fast path picks
     the row (the first decode row, from iteration `at` on, of a request that stays running: a
-    block row when the policy took a block there); the per-iteration path corrupts the same
-    request's row at the same iteration."""
+    row of the plan's decode block (`Plan.block`), or a block row written out, when the
+    policy took a block there); the per-iteration path corrupts the same request's row at
+    the same iteration."""
     real = Engine._serve
     at = [0]
     target: list[tuple[int, str]] = []  # (iteration, request) the fast path corrupted
@@ -154,13 +155,16 @@ def test_an_executor_defect_on_a_vouched_row_is_a_result_finding(
         fast = engine.stretches
         if fast and (target or engine.iteration < at[0]):
             return step
-        for item in plan.items:
-            r = item.req
-            if item.phase is not Phase.DECODE_ROW or r.terminal:
+        rows = [(r, True) for r in plan.block]  # (decode rows, in the plan's order)
+        rows += [
+            (it.req, type(it) is BlockRow) for it in plan.items if it.phase is Phase.DECODE_ROW
+        ]
+        for r, in_block in rows:
+            if r.terminal:
                 continue
             if fast:
                 target.append((engine.iteration, r.rid))
-                hits[type(item) is BlockRow] += 1
+                hits[in_block] += 1
             elif target[0] != (engine.iteration, r.rid):
                 continue
             r.e += 1
